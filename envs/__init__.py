@@ -1,0 +1,59 @@
+"""The five games as PettingZoo AEC environments, and their registry.
+
+    from kahve import envs
+    envs.GAMES                  # the game names
+    env = envs.make("pishti", players=2, render_mode="ansi")
+    game = envs.game_class("pishti")(players=2)   # the bare engine
+
+A game whose module is not yet part of this installation is simply not in ``GAMES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .core import Game, IllegalActionError
+
+_ALL = ("pasur", "pishti", "pis_yedili", "pishe_pasha", "ish")
+_modules = {}
+for _name in _ALL:
+    try:
+        _mod = importlib.import_module(f"{__name__}.{_name}")
+    except ImportError as _err:  # pragma: no cover - only while a game is being built
+        if f"{__name__}.{_name}" not in str(_err):
+            raise
+        continue
+    if hasattr(_mod, "raw_env"):
+        _modules[_name] = _mod
+GAMES = tuple(n for n in _ALL if n in _modules)
+globals().update(_modules)
+
+#: PettingZoo-style versioned ids, e.g. "kahve/pishti-v0" -> "pishti"
+ENV_IDS = {_modules[n].raw_env.metadata["env_id"]: n for n in GAMES}
+
+
+def _resolve(name: str) -> str:
+    key = name.strip().lower().replace("-", "_")
+    if key in _modules:
+        return key
+    if name in ENV_IDS:
+        return ENV_IDS[name]
+    aliases = {"pasur": "pasur", "pâsur": "pasur", "pişti": "pishti", "pisti": "pishti", "pis_yedili": "pis_yedili",
+               "pishe_pasha": "pishe_pasha", "pisha_pasha": "pishe_pasha"}
+    if key in aliases and aliases[key] in _modules:
+        return aliases[key]
+    raise ValueError(f"unknown game {name!r}; known games: {', '.join(GAMES)}")
+
+
+def make(name: str, **kwargs):
+    """A game's AEC environment (wrapped like PettingZoo's ``env()``); kwargs are settings and render_mode."""
+    return _modules[_resolve(name)].env(**kwargs)
+
+
+def game_class(name: str) -> type[Game]:
+    """The engine's :class:`~kahve.envs.core.Game` class of a game."""
+    mod = _modules[_resolve(name)]
+    return mod.raw_env.game_class
+
+
+__all__ = ["GAMES", "ENV_IDS", "make", "game_class", "Game", "IllegalActionError", *GAMES]

@@ -1,0 +1,162 @@
+"""The one AEC adapter: any engine (:mod:`.engine`) as a PettingZoo ``AECEnv``.
+
+A game's ``env.py`` only names its :class:`~.engine.Game` class and calls :func:`make_env_functions`.
+Agent selection, reward bookkeeping, masks, infos, seeding and rendering live here, once.
+
+* agents ``player_0`` .. ``player_{N-1}``; observations ``{"observation": float32, "action_mask": int8}``,
+  the mask all zeros for agents not to move; spaces built once per env.
+* ``reset(seed=...)`` seeds a private generator (no global RNG); ``reset(options={"deck": [...]})`` fixes the
+  first deal's card order (top card first).
+* ``infos[agent]`` is ``{}`` except on the step that ends a deal, where every agent's info carries
+  ``deal_points``, ``breakdown`` and ``scores`` (and ``winners`` at the match end).
+* a seat that leaves the match early (Ish: broke) is terminated while the others play on.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from .engine import Game, IllegalActionError
+
+
+class CardGameEnv(AECEnv, EzPickle):
+    """PettingZoo AEC environment around one :class:`Game` (set by :func:`make_env_functions`)."""
+
+    game_class: type[Game]
+    metadata: dict = {"render_modes": ["ansi"], "name": "card_game_v0", "is_parallelizable": False}
+
+    def __init__(self, render_mode: str | None = None, **settings: Any):
+        EzPickle.__init__(self, render_mode=render_mode, **settings)
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported; allowed: None, "
+                             + ", ".join(repr(m) for m in self.metadata["render_modes"]))
+        self.render_mode = render_mode
+        self.game = self.game_class(**settings)
+        g = self.game
+        self.possible_agents = [f"player_{i}" for i in range(g.num_players)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        obs_space = spaces.Dict({
+            "observation": spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, (g.num_actions,), dtype=np.int8),
+        })
+        act_space = spaces.Discrete(g.num_actions)
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: act_space for a in self.possible_agents}
+        self._seeder: random.Random | None = None
+        self.state = None  # the engine state; set by reset()
+
+    # PettingZoo API ----------------------------------------------------------------------------------
+    def observation_space(self, agent: str):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str):
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None or self._seeder is None:
+            self._seeder = random.Random(seed)
+        deck = None
+        if options:
+            unknown = set(options) - {"deck"}
+            if unknown:
+                raise ValueError(f"unknown reset option(s) {sorted(unknown)}; the only option is 'deck'")
+            deck = options.get("deck")
+        self.state = self.game.new_state(random.Random(self._seeder.getrandbits(64)), deck)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._deals_seen = 0
+        self._sync()
+
+    def observe(self, agent: str) -> dict:
+        seat = self.agent_name_mapping[agent]
+        st = self.state
+        mask = np.zeros(self.game.num_actions, dtype=np.int8)
+        if st.current_player == seat:
+            legal = st.legal_actions()
+            if legal:
+                mask[legal] = 1
+        return {"observation": st.observation(seat), "action_mask": mask}
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if action is None:
+            raise IllegalActionError(f"{agent} must act; None is only for agents that are done")
+        self.state.apply(action)
+        self._cumulative_rewards[agent] = 0.0
+        self.infos = {a: {} for a in self.agents}
+        self._sync()
+
+    def _sync(self) -> None:
+        """Copy the engine's rewards, deal report, terminations and the seat to move into the AEC dicts."""
+        st, m = self.state, self.agent_name_mapping
+        for a in self.agents:
+            self.rewards[a] = float(st.rewards[m[a]])
+        if st.deals_completed != self._deals_seen:
+            self._deals_seen = st.deals_completed
+            for a in self.agents:
+                self.infos[a] = dict(st.deal_report)
+        for a in self.agents:
+            seat = m[a]
+            if st.terminal or st.out[seat]:
+                self.terminations[a] = True
+            if st.truncated and not st.out[seat]:
+                self.truncations[a] = True
+        if st.current_player is not None:
+            self.agent_selection = self.possible_agents[st.current_player]
+        elif not self.agents or self.agent_selection not in self.agents:
+            self.agent_selection = self.agents[0] if self.agents else None
+        self._accumulate_rewards()
+        self._deads_step_first()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            from gymnasium import logger
+            logger.warn("render() was called without a render_mode; pass render_mode='ansi' to the env")
+            return None
+        return self.state.render(self.state.current_player)
+
+    def close(self) -> None:
+        pass
+
+    # kahve conveniences -------------------------------------------------------------------------------
+    def describe_action(self, action: int) -> str:
+        """Action ``action`` in words, in the current state (e.g. ``"7H takes 4C"``)."""
+        return self.state.describe_action(int(action))
+
+    def parse_action(self, text: str) -> int:
+        """The legal action that ``text`` names (what :meth:`describe_action` prints, or the bare form)."""
+        return self.state.parse_action(text)
+
+
+def make_env_functions(game_class: type[Game]):
+    """Build a game's ``raw_env`` class and ``env()`` factory (PettingZoo's convention)."""
+    name = f"{game_class.name}_v{game_class.version}"
+
+    raw_env = type("raw_env", (CardGameEnv,), {
+        "game_class": game_class,
+        "metadata": {"render_modes": ["ansi"], "name": name, "is_parallelizable": False,
+                     "env_id": f"kahve/{game_class.name.replace('_', '-')}-v{game_class.version}"},
+        "__module__": game_class.__module__.rsplit(".", 1)[0] + ".env",
+        "__doc__": f"The {game_class.name} AEC environment without wrappers (see the module docstring).",
+    })
+
+    def env(**kwargs) -> AECEnv:
+        """The environment in PettingZoo's standard order-enforcing wrapper."""
+        return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
+
+    return raw_env, env

@@ -1,0 +1,305 @@
+"""The engine protocol every game implements (DESIGN.md, "The engine protocol").
+
+A game subclasses :class:`Game` (settings, sizes, deck check) and :class:`State` (the state machine).
+The base classes hold what all five games share, so no game re-implements it:
+
+* two random streams from one seed: ``deck_rng`` only shuffles decks, so the deck of every deal depends on
+  the seed alone and a deal can be replayed with seats swapped (mirrored evaluation); ``chance_rng`` serves
+  every other chance event (jack burial, Muamele, reaction times, a random first dealer);
+* checked ``apply`` (an illegal action raises :class:`IllegalActionError` naming it and the legal ones), and
+  ``skip_single_choice`` (RULES.md C-4): a decision with one legal action is applied by the engine;
+* deal and match bookkeeping: match totals per side, the deal report that the AEC adapter puts in
+  ``infos``, match end and truncation, rewards per RULES.md C-7 (``"outcome"`` and ``"points"``);
+* ``parse_action`` on top of the game's ``describe_action`` and bare forms.
+
+An engine imports nothing from PettingZoo, Gymnasium or torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import cards as _cards
+from .settings import Settings, SettingsSpec
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal in the current state."""
+
+
+class Game:
+    """Validated settings and the fixed sizes of one game variant."""
+
+    name: str = ""
+    version: int = 0
+    settings_spec: SettingsSpec
+    state_class: type
+    #: observation bounds (every entry of every observation lies in [obs_low, obs_high])
+    obs_low: float = 0.0
+    obs_high: float = 1.0
+    #: +1 when deal points are good (most games), -1 when they are penalties (Pis Yedili)
+    points_sign: int = 1
+    #: name of the truncation-cap setting (deals or rounds per match)
+    cap_setting: str = "max_deals"
+
+    num_players: int
+    num_actions: int
+    observation_size: int
+
+    def __init__(self, **settings: Any):
+        self.settings: Settings = self.settings_spec.resolve(settings)
+        self.num_players = 2
+        self.sides: tuple = ()
+        self._configure()
+        if not self.sides:
+            self.sides = tuple(range(self.num_players))
+        self.num_sides = max(self.sides) + 1
+        fd = self.settings.first_dealer
+        if fd != "random" and fd >= self.num_players:
+            raise ValueError(f"setting 'first_dealer': {fd!r} is not allowed; allowed: a seat number below "
+                             f"{self.num_players} (the number of players), or 'random'")
+
+    def _configure(self) -> None:
+        """Check settings that depend on each other; set ``num_players``, ``sides``, ``num_actions``,
+        ``observation_size``."""
+        raise NotImplementedError
+
+    def check_deck(self, deck: Sequence) -> list[int]:
+        """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
+        return _cards.check_standard_deck(deck, 1)
+
+    def new_state(self, rng: random.Random | int | None = None, deck: Sequence | None = None) -> "State":
+        """A fresh match (or deal, with ``episode="deal"``). ``deck`` fixes the first deal's card order."""
+        ids = self.check_deck(deck) if deck is not None else None
+        return self.state_class(self, rng, ids)
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.settings.items() if v != self.settings_spec.by_name[k].default}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+
+class State:
+    """Base of every game state. Subclasses implement the ``_start_deal``/``legal_actions``/``_apply`` state
+    machine and the views (``observation``, ``describe_action``, ``to_dict``, ``render``, ``determinize``)."""
+
+    # card text, for describe/parse; Ish overrides with its own deck
+    card_str = staticmethod(_cards.card_str)
+    parse_card = staticmethod(_cards.parse_card)
+
+    def __init__(self, game: Game, rng: random.Random | int | None, deck: list[int] | None):
+        self.game = game
+        self.settings = game.settings
+        seeder = rng if isinstance(rng, random.Random) else random.Random(rng)
+        self.deck_rng = random.Random(seeder.getrandbits(64))
+        self.chance_rng = random.Random(seeder.getrandbits(64))
+        n = game.num_players
+        self.num_players = n
+        self.rewards = [0.0] * n
+        self.returns = [0.0] * n
+        self.scores = [0] * game.num_sides           # match totals per side
+        self.deals_completed = 0
+        self.deal_report: dict | None = None         # the latest finished deal (for infos)
+        self.winners: list[int] | None = None        # seats, at match end or truncation
+        self.terminal = False
+        self.truncated = False
+        self.out = [False] * n                       # seats that left the match early (Ish)
+        fd = self.settings.first_dealer
+        self.dealer = self.chance_rng.randrange(n) if fd == "random" else fd
+        self._start_deal(deck)
+        self._auto_play()
+
+    # ----- what a game implements -------------------------------------------------------------------
+    current_player: int | None
+
+    def _start_deal(self, deck: list[int] | None) -> None:
+        raise NotImplementedError
+
+    def legal_actions(self) -> list[int]:
+        """Sorted legal action ids for the player to move (empty when terminal)."""
+        raise NotImplementedError
+
+    def _apply(self, action: int) -> None:
+        raise NotImplementedError
+
+    def observation(self, seat: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe_action(self, action: int) -> str:
+        raise NotImplementedError
+
+    def _action_aliases(self, action: int) -> Sequence[str]:
+        """Other texts accepted by ``parse_action`` for a legal action (the bare form)."""
+        return ()
+
+    def determinize(self, seat: int, rng: random.Random) -> "State":
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        raise NotImplementedError
+
+    def render(self, seat: int | None = None) -> str:
+        raise NotImplementedError
+
+    def _is_legal(self, action: int) -> bool:
+        return action in self.legal_actions()
+
+    # ----- shared mechanics --------------------------------------------------------------------------
+    @property
+    def is_terminal(self) -> bool:
+        return self.terminal or self.truncated
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.game.num_actions, dtype=bool)
+        legal = self.legal_actions()
+        if legal:
+            mask[legal] = True
+        return mask
+
+    def apply(self, action: int) -> None:
+        """Apply one legal action, then any forced single-choice decisions (C-4)."""
+        if self.current_player is None:
+            raise IllegalActionError(f"the {self.game.name} game is over; no action can be applied")
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise IllegalActionError(f"an action must be an integer id, not {action!r}")
+        action = int(action)
+        if not self._is_legal(action):
+            raise IllegalActionError(self._illegal_message(action))
+        self.rewards = [0.0] * self.num_players
+        self._apply(action)
+        self._auto_play()
+
+    def _illegal_message(self, action: int) -> str:
+        legal = self.legal_actions()
+        if 0 <= action < self.game.num_actions:
+            try:
+                what = f" ({self.describe_action(action)})"
+            except Exception:  # an action that makes no sense here may not be describable
+                what = ""
+        else:
+            what = f" (outside 0..{self.game.num_actions - 1})"
+        listing = ", ".join(f"{a} {self.describe_action(a)}" for a in legal)
+        return (f"illegal action {action}{what} for player {self.current_player} in {self.game.name}; "
+                f"legal: {listing}")
+
+    def _auto_play(self) -> None:
+        if not self.settings.skip_single_choice:
+            return
+        while self.current_player is not None:
+            legal = self.legal_actions()
+            if len(legal) != 1:
+                return
+            self._apply(legal[0])
+
+    def clone(self) -> "State":
+        """An independent copy (the game object is shared, it is immutable)."""
+        return copy.deepcopy(self, {id(self.game): self.game})
+
+    # ----- deals, match end, rewards (C-6, C-7) ------------------------------------------------------
+    def side_of(self, seat: int) -> int:
+        return self.game.sides[seat]
+
+    def _pay(self, per_seat: Sequence[float]) -> None:
+        for i, r in enumerate(per_seat):
+            self.rewards[i] += r
+            self.returns[i] += r
+
+    def _end_deal(self, side_points: Sequence[float], breakdown: dict) -> None:
+        """Score a finished deal: add to the match totals, pay ``"points"`` rewards, decide match end or
+        truncation. The game then starts the next deal if :attr:`is_terminal` is still false."""
+        g, n = self.game, self.num_players
+        for side, p in enumerate(side_points):
+            self.scores[side] += p
+        self.deals_completed += 1
+        if self.settings.reward == "points":
+            self._pay([self._relative(side_points, g.sides[i]) * g.points_sign for i in range(n)])
+        report = {
+            "deal_points": [side_points[g.sides[i]] for i in range(n)],
+            "breakdown": breakdown,
+            "scores": [self.scores[g.sides[i]] for i in range(n)],
+        }
+        if self.settings.episode == "deal":
+            self._finish(self._best_sides(side_points), report)
+        else:
+            winning = self._match_winners()
+            if winning is not None:
+                self._finish(winning, report)
+            elif self.deals_completed >= self.settings[g.cap_setting]:
+                self._finish(self._best_sides(self.scores), report, truncated=True)
+        self.deal_report = report
+
+    @staticmethod
+    def _relative(values: Sequence[float], side: int) -> float:
+        """Own side's value minus the mean of the other sides' values."""
+        others = [v for s, v in enumerate(values) if s != side]
+        return values[side] - sum(others) / len(others)
+
+    def _best_sides(self, totals: Sequence[float]) -> list[int]:
+        best = max(totals) if self.game.points_sign > 0 else min(totals)
+        return [s for s, t in enumerate(totals) if t == best]
+
+    def _match_winners(self) -> list[int] | None:
+        """Winning sides if the match is over after this deal, else ``None``. Default: the highest total
+        wins once some side reaches ``target_score``; a tie at the top continues (``tie_rule`` with
+        an extra deal) or is shared."""
+        target = self.settings.target_score
+        if max(self.scores) < target:
+            return None
+        best = self._best_sides(self.scores)
+        if len(best) > 1 and self._tie_continues():
+            return None
+        return best
+
+    def _tie_continues(self) -> bool:
+        return self.settings.tie_rule in ("extra_deal", "extra_round")
+
+    def _finish(self, winning_sides: Sequence[int], report: dict | None = None, truncated: bool = False) -> None:
+        """End the match: outcome rewards (C-7), winners, terminal or truncated."""
+        g = self.game
+        winning = set(winning_sides)
+        if self.settings.reward == "outcome":
+            k = len(winning)
+            if 0 < k < g.num_sides:
+                win, lose = 1.0 / k, -1.0 / (g.num_sides - k)
+                self._pay([win if g.sides[i] in winning else lose for i in range(self.num_players)])
+        self.winners = [i for i in range(self.num_players) if g.sides[i] in winning]
+        if report is not None:
+            report["winners"] = list(self.winners)
+        if truncated:
+            self.truncated = True
+        else:
+            self.terminal = True
+        self.current_player = None
+
+    # ----- action text ------------------------------------------------------------------------------
+    _TOKEN = re.compile(r"[^\s,;()]+")
+
+    def _normalize(self, text: str) -> str:
+        words = []
+        for tok in self._TOKEN.findall(str(text)):
+            try:
+                words.append(self.card_str(self.parse_card(tok)))
+            except ValueError:
+                words.append(tok.lower())
+        return " ".join(words)
+
+    def parse_action(self, text: str) -> int:
+        """The legal action that ``text`` names: what :meth:`describe_action` printed, or a bare form."""
+        if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+            if self._is_legal(int(text)):
+                return int(text)
+            raise IllegalActionError(self._illegal_message(int(text)))
+        want = self._normalize(text)
+        legal = self.legal_actions()
+        for a in legal:
+            if want == self._normalize(self.describe_action(a)):
+                return a
+        for a in legal:
+            if any(want == self._normalize(alias) for alias in self._action_aliases(a)):
+                return a
+        listing = "; ".join(self.describe_action(a) for a in legal) or "none (the game is over)"
+        raise ValueError(f"{text!r} is not a legal action here; legal: {listing}")

@@ -1,0 +1,412 @@
+"""Pişti: the rules engine (RULES.md §1; seed ``shared/seeds/001_2506808f47ce0380.txt``).
+
+Pişti is a Turkish fishing game for 2 players, 4 individuals or 4 in two partnerships (PI-1). A played card
+captures the whole pile when it matches the rank of the top card; a jack captures the pile whatever shows.
+Capturing a pile of exactly one card is a *pişti*, worth 10 (a jack taking a lone jack 20).
+
+Deal (RULES.md §1a, deck index 0 is the top card, C-3)
+    cards 0-2 face down on the pile, card 3 face up on top. A face-up jack is buried in the undealt rest of
+    the deck at a uniformly random depth below its top card (PI-6, chance stream) and the rest's top card
+    is turned up in its place, repeated while a jack shows. The pile is dealt before the hands (PI-7), so
+    the burial happens in the rest of the deck before any hand is dealt. Then packets of 4 to each player
+    from ``next(dealer)`` round to the dealer; the rest is the stock. When every hand is empty, packets
+    of 4 again. 48 plays per deal; the dealer makes the 48th.
+
+Turn (§1b): the player plays any card from hand (§1c). There is no obligation to capture.
+    * capture if the pile is not empty and the card is a jack or matches the top card's rank;
+      a pişti if the pile held exactly one card and this is not the 48th play (PI-5);
+    * with ``jack_on_empty_counts``, a jack on an empty pile takes itself and scores a pişti (PI-4);
+    * otherwise the card becomes the pile's top.
+    DEAL_END (forced): the rest of the pile goes to the last capturer, with no pişti (PI-10: there always
+    is one). The three face-down opening cards are never shown before DEAL_END (PI-11).
+
+Scoring (§1d): each J and A 1, ``2C`` ``two_clubs_value``, ``TD`` ``ten_diamonds_value``, the majority bonus to
+    the side with the unique most cards (PI-8), piştis by the ``jack_double`` table of §1d (PI-2, PI-3).
+    The match ends after a deal in which a side reaches ``target_score``: the highest total wins; a tie at
+    the top plays another deal (``tie_rule="extra_deal"``) or shares the win. ``max_deals`` truncates.
+
+Actions: ``Discrete(52)``, the card id to play; the mask is the player's hand (§1h).
+
+Observation (§1i), relative to the observer; S sides, N players:
+
+    ====================================================================  ===========
+    own hand (multi-hot)                                                  52
+    pile top (one-hot, plus "empty")                                      53
+    face-up cards now in the pile                                         52
+    pile size / 52; face-down cards still in the pile / 3                 2
+    cards seen face up this deal, own hand excluded                       52
+    per side, own side first: captured count / 52, visible card points   4·S
+      / 13, pişti points / 50, match total / target (each clipped at 10)
+    stock / 52; hand index / hands per deal; hand sizes after me / 4      2 + (N−1)
+    dealer position relative to me (one-hot)                              N
+    last capturer: side relative to me, or none (one-hot)                 S + 1
+    ====================================================================  ===========
+
+    Lengths: 227 (2 players), 241 (4 alone), 231 (4 in partnerships).
+
+``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``hands`` (per seat),
+``stock`` (top first), ``pile`` (bottom first), ``pile_face_down`` (how many of the pile's bottom cards are
+face down), ``captured`` (per side), ``captured_face_down`` (per side), ``pistis`` and ``pisti_points`` (per
+side, this deal), ``last_capturer`` (side or None), ``play_number``, ``hand_number``, ``scores`` (per side),
+``deals_completed``, ``terminal``, ``truncated``, ``winners``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
+from ..core.engine import Game, State
+from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
+
+PLAYS_PER_DEAL = 48
+PACKET = 4
+TWO_CLUBS = card_id(1, 0)
+TEN_DIAMONDS = card_id(9, 1)
+
+SETTINGS = SettingsSpec("pishti", [
+    Choice("players", 4, (2, 4), doc="2 or 4 players (PI-1)"),
+    Flag("partnerships", True, doc="with 4 players: seats 0+2 against 1+3 (PI-1)"),
+    Int("target_score", 151, 50, 500),
+    Int("pisti_value", 10, 5, 20),
+    Int("jack_pisti_value", 20, 10, 40, step=5),
+    Choice("jack_double", "jack_on_jack", ("never", "jack_on_jack", "any_jack"), doc="PI-2"),
+    Int("majority_bonus", 3, 0, 10),
+    Flag("jack_on_empty_counts", False, doc="PI-4"),
+    Flag("jack_on_lone_card_is_pisti", True, doc="PI-3"),
+    Int("two_clubs_value", 2, 2, 3),
+    Int("ten_diamonds_value", 3, 3, 4),
+    Choice("tie_rule", "extra_deal", ("extra_deal", "shared_win")),
+    *common_settings("max_deals", 40, 200),
+])
+
+
+class PishtiGame(Game):
+    name = "pishti"
+    version = 0
+    settings_spec = SETTINGS
+    obs_high = 10.0
+
+    def _configure(self) -> None:
+        s = self.settings
+        if s.players == 2 and s.partnerships:
+            if "partnerships" in self._explicit:
+                raise ValueError("setting 'partnerships': True is not allowed with players=2; "
+                                 "partnerships need 4 players (PI-1)")
+            self.settings = s = Settings({**s, "partnerships": False})
+        self.num_players = s.players
+        self.partnerships = s.players == 4 and s.partnerships
+        self.sides = tuple(i % 2 for i in range(4)) if self.partnerships else tuple(range(s.players))
+        n, ns = self.num_players, len(set(self.sides))
+        self.num_actions = NUM_CARDS
+        self.hands_per_deal = PLAYS_PER_DEAL // (PACKET * n)
+        self.observation_size = 211 + 4 * ns + 2 + (n - 1) + n + ns + 1
+        self.card_points = [0] * NUM_CARDS
+        for suit in range(4):
+            self.card_points[card_id(JACK, suit)] = 1
+            self.card_points[card_id(ACE, suit)] = 1
+        self.card_points[TWO_CLUBS] = s.two_clubs_value
+        self.card_points[TEN_DIAMONDS] = s.ten_diamonds_value
+
+    def __init__(self, **settings):
+        # partnerships defaults to True (the seed's table), which only makes sense with 4 players: with
+        # players=2 an unspecified partnerships is simply off, an explicit True is an error.
+        self._explicit = set(settings)
+        super().__init__(**settings)
+
+
+class PishtiState(State):
+
+    # ----- the deal (§1a) ---------------------------------------------------------------------------
+    def _start_deal(self, deck: list[int] | None) -> None:
+        g = self.game
+        if deck is None:
+            deck = list(range(NUM_CARDS))
+            self.deck_rng.shuffle(deck)
+        else:
+            deck = list(deck)
+        self.seen = [False] * NUM_CARDS            # face up at some moment of this deal
+        pile, rest = deck[:4], deck[4:]
+        self.buried_jacks: list[int] = []
+        while pile[3] % 13 == JACK:                # PI-6: bury a face-up jack below the top of the rest
+            jack = pile[3]
+            self.seen[jack] = True
+            self.buried_jacks.append(jack)
+            rest.insert(self.chance_rng.randint(1, len(rest)), jack)
+            pile[3] = rest.pop(0)
+        self.seen[pile[3]] = True
+        self.pile = pile
+        self.pile_face_down = 3
+        self.stock = rest[::-1]                    # top of the stock at the end, so pop() draws it
+        self.hands = [[] for _ in range(g.num_players)]
+        self.captured = [[] for _ in range(g.num_sides)]
+        self.captured_face_down = [0] * g.num_sides
+        self.pistis = [0] * g.num_sides
+        self.pisti_points = [0] * g.num_sides
+        self.last_capturer: int | None = None
+        self.play_number = 0
+        self.hand_number = 0
+        self._deal_packets()
+        self.current_player = (self.dealer + 1) % g.num_players
+
+    def _deal_packets(self) -> None:
+        n = self.game.num_players
+        for k in range(n):
+            hand = self.hands[(self.dealer + 1 + k) % n]
+            for _ in range(PACKET):
+                hand.append(self.stock.pop())
+        self.hand_number += 1
+
+    # ----- legal actions and play (§1b, §1c) --------------------------------------------------------
+    def legal_actions(self) -> list[int]:
+        if self.current_player is None:
+            return []
+        return sorted(self.hands[self.current_player])
+
+    def _is_legal(self, action: int) -> bool:
+        return action in self.hands[self.current_player]
+
+    def _pisti_value(self, card: int, lone: int | None) -> int:
+        """Points of a pişti made by ``card`` taking ``lone`` (None: a jack onto an empty pile), §1d."""
+        s = self.settings
+        p, jp = s.pisti_value, s.jack_pisti_value
+        if card % 13 != JACK:
+            return p
+        if lone is None:                           # PI-4
+            return jp if s.jack_double == "any_jack" else p
+        if lone % 13 == JACK:
+            return p if s.jack_double == "never" else jp
+        if not s.jack_on_lone_card_is_pisti:       # PI-3, the traditional rule
+            return 0
+        return jp if s.jack_double == "any_jack" else p
+
+    def _apply(self, card: int) -> None:
+        p = self.current_player
+        self.hands[p].remove(card)
+        self.play_number += 1
+        self.seen[card] = True
+        pile = self.pile
+        side = self.game.sides[p]
+        last_play = self.play_number == PLAYS_PER_DEAL
+        if pile and (card % 13 == JACK or card % 13 == pile[-1] % 13):
+            lone = pile[0] if len(pile) == 1 else -1
+            self._capture(side, pile + [card])
+            if lone >= 0 and not last_play:        # PI-5: a pişti needs a lone card, never on play 48
+                self._score_pisti(side, self._pisti_value(card, lone))
+        elif not pile and card % 13 == JACK and self.settings.jack_on_empty_counts:
+            self._capture(side, [card])            # PI-4: the jack takes itself
+            if not last_play:
+                self._score_pisti(side, self._pisti_value(card, None))
+        else:
+            pile.append(card)
+        if self.play_number % (PACKET * self.game.num_players) == 0:   # every hand is empty
+            if self.stock:
+                self._deal_packets()
+            else:
+                self._deal_end()
+                return
+        self.current_player = (p + 1) % self.game.num_players
+
+    def _capture(self, side: int, taken: list[int]) -> None:
+        self.captured[side].extend(taken)
+        self.captured_face_down[side] += self.pile_face_down
+        self.pile_face_down = 0
+        self.pile = []
+        self.last_capturer = side
+
+    def _score_pisti(self, side: int, points: int) -> None:
+        if points:
+            self.pistis[side] += 1
+            self.pisti_points[side] += points
+
+    # ----- deal end and scoring (§1d) ---------------------------------------------------------------
+    def _deal_end(self) -> None:
+        assert self.last_capturer is not None, "PI-10: every deal has a capture"
+        if self.pile:
+            self._capture(self.last_capturer, self.pile)
+        g, s = self.game, self.settings
+        counts = [len(c) for c in self.captured]
+        most = max(counts)
+        majority = [s.majority_bonus if c == most and counts.count(most) == 1 else 0 for c in counts]  # PI-8
+        pts = g.card_points
+        card_points = [sum(pts[c] for c in cap) for cap in self.captured]
+        side_points = [card_points[i] + majority[i] + self.pisti_points[i] for i in range(g.num_sides)]
+
+        def per_seat(values):
+            return [values[g.sides[i]] for i in range(g.num_players)]
+
+        breakdown = {
+            "cards": per_seat(counts),
+            "jacks": per_seat([sum(1 for c in cap if c % 13 == JACK) for cap in self.captured]),
+            "aces": per_seat([sum(1 for c in cap if c % 13 == ACE) for cap in self.captured]),
+            "two_clubs": per_seat([s.two_clubs_value if TWO_CLUBS in cap else 0 for cap in self.captured]),
+            "ten_diamonds": per_seat([s.ten_diamonds_value if TEN_DIAMONDS in cap else 0 for cap in self.captured]),
+            "card_points": per_seat(card_points),
+            "majority": per_seat(majority),
+            "pistis": per_seat(self.pistis),
+            "pisti_points": per_seat(self.pisti_points),
+        }
+        self.pile_face_down = 0
+        self._end_deal(side_points, breakdown)
+        if not self.is_terminal:
+            self.dealer = (self.dealer + 1) % g.num_players   # PI-9
+            self._start_deal(None)
+
+    # ----- views ------------------------------------------------------------------------------------
+    def observation(self, seat: int) -> np.ndarray:
+        g = self.game
+        n, ns = g.num_players, g.num_sides
+        obs = np.zeros(g.observation_size, dtype=np.float32)
+        hand = self.hands[seat]
+        obs[hand] = 1.0
+        pile = self.pile
+        obs[52 + (pile[-1] if pile else 52)] = 1.0
+        up = pile[self.pile_face_down:]
+        if up:
+            obs[[105 + c for c in up]] = 1.0
+        obs[157] = len(pile) / 52
+        obs[158] = self.pile_face_down / 3
+        seen = [159 + c for c in range(NUM_CARDS) if self.seen[c]]
+        if seen:
+            obs[seen] = 1.0
+        if hand:
+            obs[[159 + c for c in hand]] = 0.0
+        my_side = g.sides[seat]
+        pts = g.card_points
+        target = self.settings.target_score
+        o = 211
+        for k in range(ns):
+            side = (my_side + k) % ns
+            cap = self.captured[side]
+            visible = cap if not self.captured_face_down[side] else self._visible_captured(side)
+            obs[o] = len(cap) / 52
+            obs[o + 1] = min(sum(pts[c] for c in visible) / 13, 10.0)
+            obs[o + 2] = min(self.pisti_points[side] / 50, 10.0)
+            obs[o + 3] = min(self.scores[side] / target, 10.0)
+            o += 4
+        obs[o] = len(self.stock) / 52
+        obs[o + 1] = self.hand_number / g.hands_per_deal
+        o += 2
+        for k in range(1, n):
+            obs[o] = len(self.hands[(seat + k) % n]) / 4
+            o += 1
+        obs[o + (self.dealer - seat) % n] = 1.0
+        o += n
+        lc = self.last_capturer
+        obs[o + ((lc - my_side) % ns if lc is not None else ns)] = 1.0
+        return obs
+
+    def _visible_captured(self, side: int) -> list[int]:
+        """Captured cards minus the face-down opening cards (PI-11), which nobody has seen."""
+        return [c for c in self.captured[side] if self.seen[c]]
+
+    def describe_action(self, action: int) -> str:
+        card = card_str(action)
+        pile = self.pile
+        if pile and (action % 13 == JACK or action % 13 == pile[-1] % 13):
+            n = len(pile)
+            text = f"{card} takes {n} card{'s' if n > 1 else ''}"
+            if n == 1 and self.play_number + 1 != PLAYS_PER_DEAL and self._pisti_value(action, pile[0]):
+                text += " (pişti)"
+            return text
+        if not pile and action % 13 == JACK and self.settings.jack_on_empty_counts:
+            last = self.play_number + 1 == PLAYS_PER_DEAL
+            return f"{card} takes itself" + ("" if last else " (pişti)")
+        return card
+
+    def _action_aliases(self, action: int):
+        return (card_str(action), f"play {card_str(action)}")
+
+    def determinize(self, seat: int, rng: random.Random) -> "PishtiState":
+        """Re-deal what ``seat`` cannot see: other hands, the stock order, face-down pile cards and the
+        face-down cards inside captured piles. Seen cards (a buried jack) go back only where they could be:
+        a hand or the stock."""
+        st = self.clone()
+        g = self.game
+        others = [p for p in range(g.num_players) if p != seat]
+        # slots that may hold any unknown card, and slots that only unseen cards can fill
+        open_slots = [("hand", p, i) for p in others for i in range(len(st.hands[p]))]
+        open_slots += [("stock", 0, i) for i in range(len(st.stock))]
+        dark_slots = [("pile", 0, i) for i in range(st.pile_face_down)]
+        dark_slots += [("cap", s, c) for s in range(g.num_sides) for c in st.captured[s] if not st.seen[c]]
+        pool = [st.hands[p][i] for _, p, i in open_slots if _ == "hand"] + list(st.stock)
+        pool += [st.pile[i] for _, _, i in dark_slots if _ == "pile"]
+        pool += [c for kind, _, c in dark_slots if kind == "cap"]
+        seen_unknown = [c for c in pool if st.seen[c]]
+        unseen = [c for c in pool if not st.seen[c]]
+        rng.shuffle(unseen)
+        dark_cards = unseen[:len(dark_slots)]
+        open_cards = unseen[len(dark_slots):] + seen_unknown
+        rng.shuffle(open_cards)
+        it = iter(open_cards)
+        for kind, p, i in open_slots:
+            if kind == "hand":
+                st.hands[p][i] = next(it)
+            else:
+                st.stock[i] = next(it)
+        it = iter(dark_cards)
+        new_caps = {s: [] for s in range(g.num_sides)}
+        for kind, s, x in dark_slots:
+            if kind == "pile":
+                st.pile[x] = next(it)
+            else:
+                new_caps[s].append(next(it))
+        for s in range(g.num_sides):
+            if new_caps[s]:
+                st.captured[s] = [c for c in st.captured[s] if st.seen[c]] + new_caps[s]
+        return st
+
+    def to_dict(self) -> dict:
+        g = self.game
+        return {
+            "game": g.name,
+            "settings": self.settings.as_dict(),
+            "players": g.num_players,
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            "hands": [cards_str(sorted(h)) for h in self.hands],
+            "stock": cards_str(reversed(self.stock)),
+            "pile": cards_str(self.pile),
+            "pile_face_down": self.pile_face_down,
+            "captured": [cards_str(c) for c in self.captured],
+            "captured_face_down": list(self.captured_face_down),
+            "pistis": list(self.pistis),
+            "pisti_points": list(self.pisti_points),
+            "last_capturer": self.last_capturer,
+            "play_number": self.play_number,
+            "hand_number": self.hand_number,
+            "scores": list(self.scores),
+            "deals_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": self.winners,
+        }
+
+    def render(self, seat: int | None = None) -> str:
+        g = self.game
+        lines = [f"Pişti, {g.num_players} players" + (" in partnerships" if g.partnerships else "")
+                 + f" | deal {self.deals_completed + 1}, hand {self.hand_number}/{g.hands_per_deal}, "
+                 f"play {self.play_number}/48 | dealer: player {self.dealer} | stock: {len(self.stock)}"]
+        up = self.pile[self.pile_face_down:]
+        lines.append(f"pile: {len(self.pile)} card(s)"
+                     + (f", {self.pile_face_down} face down" if self.pile_face_down else "")
+                     + (f"; face up: {' '.join(cards_str(up))} (top {card_str(up[-1])})" if up else ""))
+        for side in range(g.num_sides):
+            who = ", ".join(f"player {p}" for p in range(g.num_players) if g.sides[p] == side)
+            lines.append(f"side {side} ({who}): score {self.scores[side]}, captured {len(self.captured[side])}, "
+                         f"piştis {self.pistis[side]} ({self.pisti_points[side]} pts)")
+        for p in range(g.num_players):
+            if seat is None or p == seat:
+                lines.append(f"player {p} hand: {' '.join(cards_str(sorted(self.hands[p])))}")
+            else:
+                lines.append(f"player {p} hand: {len(self.hands[p])} card(s)")
+        if self.is_terminal:
+            lines.append(f"match over; winners: {self.winners}")
+        else:
+            lines.append(f"to move: player {self.current_player}")
+        return "\n".join(lines)
+
+
+PishtiGame.state_class = PishtiState
