@@ -1,0 +1,61 @@
+"""Shared test tools: random play on engines and envs, and the hidden-information check (RULES.md C-8)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+
+def random_game(game, seed: int, max_steps: int = 200_000, on_state=None, deck=None):
+    """Play one random episode on the bare engine; ``on_state(state)`` sees every decision state.
+    Returns the final state. Fails if the episode does not end within ``max_steps``."""
+    rng = random.Random(seed)
+    state = game.new_state(random.Random(seed), deck)
+    for _ in range(max_steps):
+        if state.current_player is None:
+            return state
+        if on_state is not None:
+            on_state(state)
+        legal = state.legal_actions()
+        assert legal, f"decision state without a legal action: {state.to_dict()}"
+        state.apply(rng.choice(legal))
+    raise AssertionError(f"episode did not end within {max_steps} steps")
+
+
+def random_env_episode(env, seed: int, max_steps: int = 200_000):
+    """Play one random episode through the AEC API; returns (cumulative rewards per agent, steps)."""
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    totals = {a: 0.0 for a in env.possible_agents}
+    steps = 0
+    for agent in env.agent_iter(max_steps):
+        obs, reward, term, trunc, info = env.last()
+        totals[agent] += reward
+        if term or trunc:
+            env.step(None)
+            continue
+        legal = np.flatnonzero(obs["action_mask"])
+        env.step(int(rng.choice(list(legal))))
+        steps += 1
+    assert not env.agents, "episode did not end"
+    return totals, steps
+
+
+def check_hidden_information(state, rng: random.Random, tries: int = 3) -> bool:
+    """For every seat: re-dealing what it cannot see (``determinize``) keeps its observation, and the
+    legal mask when it is to move. Returns whether some re-deal really changed the hidden state (a check
+    that cannot pass vacuously when called over many states)."""
+    changed = False
+    base = state.to_dict()
+    for seat in range(state.num_players):
+        obs = state.observation(seat)
+        for _ in range(tries):
+            other = state.determinize(seat, rng)
+            assert np.array_equal(other.observation(seat), obs), f"seat {seat}'s observation changed"
+            if state.current_player == seat:
+                assert np.array_equal(other.legal_mask(), state.legal_mask())
+            if other.to_dict() != base:
+                changed = True
+    assert state.to_dict() == base, "determinize changed the original state"
+    return changed
