@@ -326,36 +326,25 @@ class PishtiState(State):
         st = self.clone()
         g = self.game
         others = [p for p in range(g.num_players) if p != seat]
-        # slots that may hold any unknown card, and slots that only unseen cards can fill
-        open_slots = [("hand", p, i) for p in others for i in range(len(st.hands[p]))]
-        open_slots += [("stock", 0, i) for i in range(len(st.stock))]
-        dark_slots = [("pile", 0, i) for i in range(st.pile_face_down)]
-        dark_slots += [("cap", s, c) for s in range(g.num_sides) for c in st.captured[s] if not st.seen[c]]
-        pool = [st.hands[p][i] for _, p, i in open_slots if _ == "hand"] + list(st.stock)
-        pool += [st.pile[i] for _, _, i in dark_slots if _ == "pile"]
-        pool += [c for kind, _, c in dark_slots if kind == "cap"]
-        seen_unknown = [c for c in pool if st.seen[c]]
+        hidden_captured = [[c for c in cap if not st.seen[c]] for cap in st.captured]
+        face_down = st.pile[:st.pile_face_down]
+        pool = [c for p in others for c in st.hands[p]] + st.stock + face_down + sum(hidden_captured, [])
+        # a seen card (a buried jack) can only be in a hand or the stock; the "dark" places (face-down pile
+        # cards, face-down captured cards) only hold cards nobody has seen
         unseen = [c for c in pool if not st.seen[c]]
         rng.shuffle(unseen)
-        dark_cards = unseen[:len(dark_slots)]
-        open_cards = unseen[len(dark_slots):] + seen_unknown
+        n_dark = len(face_down) + sum(len(h) for h in hidden_captured)
+        dark, open_cards = unseen[:n_dark], unseen[n_dark:] + [c for c in pool if st.seen[c]]
         rng.shuffle(open_cards)
-        it = iter(open_cards)
-        for kind, p, i in open_slots:
-            if kind == "hand":
-                st.hands[p][i] = next(it)
-            else:
-                st.stock[i] = next(it)
-        it = iter(dark_cards)
-        new_caps = {s: [] for s in range(g.num_sides)}
-        for kind, s, x in dark_slots:
-            if kind == "pile":
-                st.pile[x] = next(it)
-            else:
-                new_caps[s].append(next(it))
-        for s in range(g.num_sides):
-            if new_caps[s]:
-                st.captured[s] = [c for c in st.captured[s] if st.seen[c]] + new_caps[s]
+        for p in others:
+            k = len(st.hands[p])
+            st.hands[p], open_cards = open_cards[:k], open_cards[k:]
+        st.stock = open_cards
+        st.pile[:st.pile_face_down], dark = dark[:st.pile_face_down], dark[st.pile_face_down:]
+        for side, hidden in enumerate(hidden_captured):
+            if hidden:
+                st.captured[side] = [c for c in st.captured[side] if st.seen[c]] + dark[:len(hidden)]
+                dark = dark[len(hidden):]
         return st
 
     def to_dict(self) -> dict:
