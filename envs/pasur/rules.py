@@ -1,0 +1,596 @@
+"""Pâsur: the rules engine (RULES.md §2; seed ``shared/seeds/004_75cde6dae18b25ca.txt``).
+
+Pâsur (Haft-o Chahâr Yâzdah, "seven and four, eleven") is a Persian fishing game for 2 players (PA-10).
+A numeric card (A=1 … T=10) captures pool cards whose values bring the sum to 11; a K takes a K, a Q a Q;
+a J sweeps every numeric card and jack but never K or Q. Emptying the pool with a non-jack capture is a
+*sur*, worth 5.
+
+Round deal (§2a, deck index 0 is the top card, C-3)
+    cards 0-3 to the non-dealer, 4-7 to the dealer, 8-11 face up to the pool, 12-51 the stock (40 cards,
+    PA-11). Pool check (PA-5): 2+ J, or (with ``redeal_rule="standard"``) 3+ Q or 3+ K in the pool: the
+    whole pack is reshuffled (``deck_rng``) and dealt again. Exactly 1 J: it is buried in the stock at a
+    uniformly random position below the stock's top card (``chance_rng``) and the stock's top card
+    replaces it in the pool; a replacement J, or a now-forbidden Q/K count, redeals. When both hands are
+    empty and the stock is not, 4 more to the non-dealer, then 4 to the dealer: 6 hands per round, the
+    sixth is the *final deal* (PA-6). The non-dealer plays first; the dealer alternates every round.
+
+Turn (§2b, §2c)
+    PLAY: any card in hand (mandatory capture is per card, PA-1). The card's capture options:
+      * numeric c: each subset S of the pool's numeric cards with value(c) + Σ value(S) = 11 (PA-2, PA-3);
+      * K / Q: each pool card of the same rank (one card per capture);
+      * J: a single option, every numeric card and jack in the pool (PA-4); with none, it trails.
+    No option: the card trails onto the pool. One option: it is captured at once. Two or more: SELECT.
+    SELECT: TAKE(x) picks the next pool card of the capture, in increasing card-id order (§2h), until one
+    option is left; that option is captured.
+    Sur (PA-6, PA-7): a non-J capture that empties the pool in hands 1-5 (also the final hand with
+    ``sur_on_final_deal``). With ``sur_cancellation`` a sur cancels one of the opponent's net surs if they
+    have any, else it is the capturer's. With ``sur_cap`` a player whose match total at the START of the
+    round is at least ``sur_cap_threshold`` is capped: their sweep neither scores nor cancels (PA-8).
+    ROUND_END (forced): the pool goes to the last capturer, never a sur (PA-9); nobody captured: the
+    cards go unscored.
+
+Scoring (§2d): 7+ clubs 7, ``TD`` 3, ``2C`` 2, each A and J 1 (card points total 20), each net sur
+    ``sur_value``. After a round in which someone reaches ``target_score`` the higher total wins; equal
+    totals play another round (``tie_rule="extra_round"``) or draw (``"draw"``). ``max_rounds`` truncates:
+    the higher total wins, a tie is a draw. One "deal" of the core (``_end_deal``, ``deals_completed``,
+    ``episode="deal"``) is one Pâsur round.
+
+Actions: ``Discrete(104)`` (§2h)
+
+    =========  ==============================================  ===========================
+    0-51       PLAY(card id)                                    PLAY: the cards in hand
+    52-103     TAKE(pool card id = action - 52)                 SELECT: the next pick
+    =========  ==============================================  ===========================
+
+    Text (``describe_action``): ``"7H takes 4C"`` for a capture decided by the play itself (``" (sur)"`` is
+    added for a counting sur), ``"play 6D"`` when a choice follows, ``"7H trails"`` for a trail,
+    ``"take 5S"`` in SELECT. ``parse_action`` also accepts the bare card (``"7H"``, ``"5S"``), ``"play 7H"``,
+    and in SELECT the finished capture (``"6D takes 5S"``) for the pick that completes it.
+
+Observation (§2i), length 390, relative to the observer; all values within [0, 10] (ratios clipped):
+
+    =======================================================================================  ===========
+    own hand; pool; my captured cards; opponent's captured cards; unseen cards (multi-hot)   5×52   0
+    clubs captured by me / 13, by the opponent / 13; net surs mine / 5, theirs / 5;          6      260
+      points so far this round (cards + haft khâj if 7+ clubs + surs) mine / 20, theirs / 20
+    hand number 1-6 (one-hot); final-deal flag; stock / 40; opponent's hand size / 4;        12     266
+      last capturer (me, opponent, none)
+    match totals / target, mine and theirs; sur-cap flags mine and theirs; I am the dealer   5      278
+    phase (PLAY, SELECT); card being played (one-hot); cards picked so far (multi-hot);     2+52+52+1  283
+      remaining sum to 11 / 10 (numeric card in SELECT only)
+    =======================================================================================  ===========
+
+    "Unseen" is every card not in my hand, the pool, a captured pile or being played: the opponent's hand
+    and the stock (a buried jack included).
+
+Decisions beyond RULES.md
+    * The pool keeps the order cards arrived in; the text of a capture lists the taken cards in pool order
+      (E1: ``"JD takes 3H AC"``); ``parse_action`` also accepts them in card-id order.
+    * ``sur_cap_threshold`` must not exceed ``target_score`` when given; when it is left at its default
+      (50) and the target is lower, it becomes the target.
+    * A SELECT step whose candidates all share the next pick has one legal TAKE; like any single choice it
+      is applied by the engine under ``skip_single_choice`` and offered as an action otherwise (C-4).
+    * Observation ratios (match totals / target, surs / 5, points / 20) are clipped at 10.
+
+``to_dict()`` keys: ``game``, ``settings``, ``dealer``, ``current_player``, ``phase``, ``hands`` (per seat,
+sorted), ``pool`` (arrival order), ``stock`` (top first), ``captured`` (per seat, in capture order),
+``surs`` (net, per seat), ``sur_capped`` (per seat), ``last_capturer``, ``hand_number``, ``selecting``
+(``None`` or ``{"card", "picked", "options"}``), ``turns`` (this round's finished plays, each
+``{"player", "card", "took", "sur", "text"}`` with ``sur`` one of ``None``, ``"sur"``, ``"cancel"``,
+``"capped"``), ``leftover`` (``None`` or ``{"player", "cards"}`` once the round ended), ``buried_jacks``
+and ``redeals`` (this round's deal), ``round_start_scores``, ``scores``, ``rounds_completed``,
+``terminal``, ``truncated``, ``winners``.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations
+
+import numpy as np
+
+from ..core.cards import ACE, CLUBS, JACK, KING, NUM_CARDS, QUEEN, card_id, card_str, cards_str
+from ..core.engine import Game, State
+from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
+
+# action ranges (§2h)
+PLAY = 0                       # PLAY(card) = card
+TAKE = NUM_CARDS               # TAKE(card) = 52 + card
+NUM_ACTIONS = 2 * NUM_CARDS
+# phases (§2c)
+PHASE_PLAY, PHASE_SELECT = "PLAY", "SELECT"
+
+HAND = 4
+HANDS_PER_ROUND = 6
+STOCK_SIZE = 40                # PA-11
+OBS_SIZE = 390
+TWO_CLUBS = card_id(1, CLUBS)
+TEN_DIAMONDS = card_id(9, 1)
+HAFT_KHAJ = 7                  # 7 or more clubs
+HAFT_KHAJ_POINTS = 7
+# card points (§2d): TD 3, 2C 2, each A and J 1; clubs bonus separately
+CARD_POINTS = [0] * NUM_CARDS
+for _s in range(4):
+    CARD_POINTS[card_id(ACE, _s)] = 1
+    CARD_POINTS[card_id(JACK, _s)] = 1
+CARD_POINTS[TEN_DIAMONDS] = 3
+CARD_POINTS[TWO_CLUBS] = 2
+IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
+RANK = [c % 13 for c in range(NUM_CARDS)]
+
+
+def _partitions(total: int, largest: int) -> list[tuple]:
+    """Every multiset of values 1..largest summing to ``total``, as ((value, count), ...), values descending."""
+    if total == 0:
+        return [()]
+    out = []
+    for v in range(min(total, largest), 0, -1):
+        for k in range(1, total // v + 1):
+            for rest in _partitions(total - v * k, v - 1):
+                out.append(((v, k),) + rest)
+    return out
+
+
+#: PARTS[t]: the value multisets a capture of pool sum t can use (t = 11 - value of the played card)
+PARTS = [_partitions(t, 10) for t in range(11)]
+
+SETTINGS = SettingsSpec("pasur", [
+    Int("target_score", 62, 20, 200),
+    Int("sur_value", 5, 0, 10),
+    Flag("sur_on_final_deal", False, doc="PA-6"),
+    Flag("sur_cancellation", True),
+    Flag("sur_cap", False, doc="PA-8: a player on sur_cap_threshold or more at the round's start scores no sur"),
+    Int("sur_cap_threshold", 50, 1, 200, doc="at most target_score"),
+    Choice("redeal_rule", "standard", ("standard", "jacks_only"), doc="PA-5"),
+    Choice("tie_rule", "extra_round", ("extra_round", "draw")),
+    *common_settings("max_rounds", 30, 200),
+])
+
+
+class PasurGame(Game):
+    name = "pasur"
+    version = 0
+    settings_spec = SETTINGS
+    obs_high = 10.0
+    cap_setting = "max_rounds"
+
+    def __init__(self, **settings):
+        self._explicit = set(settings)
+        super().__init__(**settings)
+
+    def _configure(self) -> None:
+        s = self.settings
+        if s.sur_cap_threshold > s.target_score:
+            if "sur_cap_threshold" in self._explicit:
+                raise ValueError(f"setting 'sur_cap_threshold': {s.sur_cap_threshold!r} is not allowed with "
+                                 f"target_score={s.target_score}; allowed: 1 to target_score")
+            self.settings = Settings({**s, "sur_cap_threshold": s.target_score})
+        self.num_players = 2
+        self.num_actions = NUM_ACTIONS
+        self.observation_size = OBS_SIZE
+
+
+class PasurState(State):
+
+    # ----- the round deal (§2a, PA-5) ---------------------------------------------------------------
+    def _start_deal(self, deck: list[int] | None) -> None:
+        s = self.settings
+        standard = s.redeal_rule == "standard"
+        self.redeals = 0
+        while True:
+            if deck is None:
+                deck = list(range(NUM_CARDS))
+                self.deck_rng.shuffle(deck)
+            pool = deck[8:12]
+            stock = deck[12:]                       # top first for now
+            buried = []
+            ranks = [c % 13 for c in pool]
+            ok = ranks.count(JACK) <= 1 and not (standard and (ranks.count(QUEEN) >= 3 or ranks.count(KING) >= 3))
+            if ok and JACK in ranks:                # PA-5: bury the single jack, replace it from the stock
+                i = ranks.index(JACK)
+                jack = pool[i]
+                stock.insert(self.chance_rng.randint(1, len(stock)), jack)
+                pool[i] = stock.pop(0)
+                buried.append(jack)
+                ranks = [c % 13 for c in pool]
+                ok = JACK not in ranks and not (standard and (ranks.count(QUEEN) >= 3 or ranks.count(KING) >= 3))
+            if ok:
+                break
+            self.redeals += 1                       # PA-5: reshuffle everything from the deck stream
+            deck = None
+        non_dealer = 1 - self.dealer
+        self.hands = [None, None]
+        self.hands[non_dealer] = sorted(deck[0:4])
+        self.hands[self.dealer] = sorted(deck[4:8])
+        self.pool = pool
+        self.stock = stock[::-1]                    # top of the stock at the end, so pop() draws it
+        self.buried_jacks = buried
+        self.captured = [[], []]
+        self.clubs = [0, 0]
+        self.points = [0, 0]                        # card points captured this round (clubs bonus apart)
+        self.surs = [0, 0]                          # net surs this round (own counts without cancellation)
+        self.round_start_scores = list(self.scores)
+        cap = s.sur_cap
+        self.sur_capped = [cap and sc >= s.sur_cap_threshold for sc in self.scores]   # PA-8
+        self.last_capturer: int | None = None
+        self.hand_number = 1
+        self.turns: list[tuple] = []                # (player, card, taken cards in pool order, sur)
+        self.leftover: tuple | None = None          # (player or None, cards) once the round ended
+        self.phase = PHASE_PLAY
+        self.sel_card = -1
+        self.picked: list[int] = []
+        self.cand: list[tuple] = []
+        self.sel_legal: list[int] = []
+        self.current_player = non_dealer
+
+    # ----- capture options (§2b) --------------------------------------------------------------------
+    def capture_options(self, card: int) -> list[tuple]:
+        """The capture options of ``card`` against the current pool, each a tuple of pool card ids in
+        increasing id order; the list sorted. A J has at most one option (its sweep); none means a trail."""
+        r = RANK[card]
+        pool = self.pool
+        if r == JACK:
+            take = [x for x in pool if RANK[x] <= JACK]
+            return [tuple(sorted(take))] if take else []
+        if r > JACK:
+            return sorted((x,) for x in pool if RANK[x] == r)
+        target = 10 - r                             # 11 - value, value = rank + 1
+        byv = [[] for _ in range(11)]
+        for x in pool:
+            rx = RANK[x]
+            if rx < 10 and rx < target:
+                byv[rx + 1].append(x)
+        opts = []
+        for part in PARTS[target]:
+            for v, k in part:
+                if len(byv[v]) < k:
+                    break
+            else:
+                combos = None
+                for v, k in part:
+                    cs = byv[v]
+                    add = [(cs[0],)] if len(cs) == 1 else list(combinations(cs, k))
+                    combos = add if combos is None else [a + b for a in combos for b in add]
+                opts.extend(combos)
+        if len(opts) > 1:
+            opts = sorted(tuple(sorted(o)) for o in opts)
+        elif opts:
+            opts[0] = tuple(sorted(opts[0]))
+        return opts
+
+    # ----- legal actions and play (§2c, §2h) --------------------------------------------------------
+    def legal_actions(self) -> list[int]:
+        if self.current_player is None:
+            return []
+        if self.phase is PHASE_PLAY:
+            return self.hands[self.current_player][:]
+        return self.sel_legal[:]
+
+    def _is_legal(self, action: int) -> bool:
+        if self.phase is PHASE_PLAY:
+            return action in self.hands[self.current_player]
+        return action in self.sel_legal
+
+    def _apply(self, action: int) -> None:
+        if action < TAKE:
+            self._play(action)
+        else:
+            self._take(action - TAKE)
+
+    def _play(self, card: int) -> None:
+        p = self.current_player
+        self.hands[p].remove(card)
+        opts = self.capture_options(card)
+        if not opts:                               # trail (I4: no option existed)
+            self.pool.append(card)
+            self.turns.append((p, card, (), None))
+            self._next_turn(p)
+        elif len(opts) == 1:                       # forced capture
+            self._capture(p, card, opts[0])
+        else:                                      # a choice: SELECT (§2h)
+            self.phase = PHASE_SELECT
+            self.sel_card = card
+            self.picked = []
+            self.cand = opts
+            self.sel_legal = sorted({TAKE + o[0] for o in opts})
+
+    def _take(self, x: int) -> None:
+        picked = self.picked
+        picked.append(x)
+        k = len(picked)
+        cand = [o for o in self.cand if o[k - 1] == x]
+        if len(cand) == 1:
+            card = self.sel_card
+            self.phase = PHASE_PLAY
+            self.sel_card = -1
+            self.picked = []
+            self.cand = []
+            self.sel_legal = []
+            self._capture(self.current_player, card, cand[0])
+        else:
+            self.cand = cand
+            self.sel_legal = sorted({TAKE + o[k] for o in cand})
+
+    def _sur_kind(self, p: int, card: int, option: tuple) -> str | None:
+        """What a capture of ``option`` by ``card`` does for surs (PA-6, PA-7, PA-8)."""
+        if RANK[card] == JACK or len(option) != len(self.pool):
+            return None
+        if self.hand_number == HANDS_PER_ROUND and not self.settings.sur_on_final_deal:
+            return None
+        if self.sur_capped[p]:
+            return "capped"
+        if self.settings.sur_cancellation and self.surs[1 - p] > 0:
+            return "cancel"
+        return "sur"
+
+    def _capture(self, p: int, card: int, option: tuple) -> None:
+        sur = self._sur_kind(p, card, option)
+        pool = self.pool
+        if len(option) == len(pool):
+            taken = tuple(pool)
+            self.pool = []
+        elif len(option) == 1:
+            taken = option
+            pool.remove(option[0])
+        else:
+            taken = tuple(x for x in pool if x in option)
+            self.pool = [x for x in pool if x not in option]
+        cap = self.captured[p]
+        cap.append(card)
+        cap.extend(taken)
+        self.clubs[p] += IS_CLUB[card] + sum(IS_CLUB[x] for x in taken)
+        self.points[p] += CARD_POINTS[card] + sum(CARD_POINTS[x] for x in taken)
+        self.last_capturer = p
+        if sur == "sur":
+            self.surs[p] += 1
+        elif sur == "cancel":                      # sur cancellation
+            self.surs[1 - p] -= 1
+        self.turns.append((p, card, taken, sur))
+        self._next_turn(p)
+
+    def _next_turn(self, p: int) -> None:
+        hands = self.hands
+        if not hands[0] and not hands[1]:
+            if self.stock:
+                stock = self.stock
+                non_dealer = 1 - self.dealer
+                hands[non_dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
+                hands[self.dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
+                self.hand_number += 1
+            else:
+                self._round_end()
+                return
+        self.current_player = 1 - p
+
+    # ----- round end and scoring (§2d) --------------------------------------------------------------
+    def _round_end(self) -> None:
+        lc = self.last_capturer
+        left = self.pool
+        self.leftover = (lc, tuple(left))
+        if lc is not None and left:                # PA-9: no sur
+            self.captured[lc].extend(left)
+            self.clubs[lc] += sum(IS_CLUB[x] for x in left)
+            self.points[lc] += sum(CARD_POINTS[x] for x in left)
+            self.pool = []
+        s = self.settings
+        cap = self.captured
+        seven = [HAFT_KHAJ_POINTS if c >= HAFT_KHAJ else 0 for c in self.clubs]
+        card_points = [self.points[i] + seven[i] for i in range(2)]
+        sur_points = [n * s.sur_value for n in self.surs]
+        breakdown = {
+            "cards": [len(c) for c in cap],
+            "clubs": list(self.clubs),
+            "seven_clubs": seven,
+            "ten_diamonds": [3 if TEN_DIAMONDS in c else 0 for c in cap],
+            "two_clubs": [2 if TWO_CLUBS in c else 0 for c in cap],
+            "aces": [sum(1 for x in c if RANK[x] == ACE) for c in cap],
+            "jacks": [sum(1 for x in c if RANK[x] == JACK) for c in cap],
+            "surs": list(self.surs),
+            "sur_points": sur_points,
+            "card_points": card_points,
+        }
+        self.phase = PHASE_PLAY
+        self._end_deal([card_points[i] + sur_points[i] for i in range(2)], breakdown)
+        if not self.is_terminal:
+            self.dealer = 1 - self.dealer          # the dealer changes every round
+            self._start_deal(None)
+
+    def round_points(self, seat: int) -> int:
+        """Points of ``seat`` so far this round: captured card points, the haft khâj once 7+ clubs, surs."""
+        return (self.points[seat] + (HAFT_KHAJ_POINTS if self.clubs[seat] >= HAFT_KHAJ else 0)
+                + self.surs[seat] * self.settings.sur_value)
+
+    # ----- views ------------------------------------------------------------------------------------
+    def observation(self, seat: int) -> np.ndarray:
+        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        opp = 1 - seat
+        hand = self.hands[seat]
+        obs[hand] = 1.0
+        pool = self.pool
+        known = list(hand)
+        if pool:
+            obs[[52 + c for c in pool]] = 1.0
+            known += pool
+        mine, theirs = self.captured[seat], self.captured[opp]
+        if mine:
+            obs[[104 + c for c in mine]] = 1.0
+            known += mine
+        if theirs:
+            obs[[156 + c for c in theirs]] = 1.0
+            known += theirs
+        if self.sel_card >= 0:
+            known.append(self.sel_card)
+        obs[208:260] = 1.0
+        if known:
+            obs[[208 + c for c in known]] = 0.0
+        sv = self.settings
+        obs[260] = self.clubs[seat] / 13
+        obs[261] = self.clubs[opp] / 13
+        obs[262] = min(self.surs[seat] / 5, 10.0)
+        obs[263] = min(self.surs[opp] / 5, 10.0)
+        obs[264] = min(self.round_points(seat) / 20, 10.0)
+        obs[265] = min(self.round_points(opp) / 20, 10.0)
+        obs[265 + self.hand_number] = 1.0           # 266..271
+        obs[272] = 1.0 if self.hand_number == HANDS_PER_ROUND else 0.0
+        obs[273] = len(self.stock) / STOCK_SIZE
+        obs[274] = len(self.hands[opp]) / HAND
+        lc = self.last_capturer
+        obs[275 + (2 if lc is None else (0 if lc == seat else 1))] = 1.0
+        target = sv.target_score
+        obs[278] = min(self.scores[seat] / target, 10.0)
+        obs[279] = min(self.scores[opp] / target, 10.0)
+        obs[280] = 1.0 if self.sur_capped[seat] else 0.0
+        obs[281] = 1.0 if self.sur_capped[opp] else 0.0
+        obs[282] = 1.0 if self.dealer == seat else 0.0
+        if self.phase is PHASE_SELECT:
+            obs[284] = 1.0
+            card = self.sel_card
+            obs[285 + card] = 1.0
+            if self.picked:
+                obs[[337 + x for x in self.picked]] = 1.0
+            if RANK[card] < JACK:
+                obs[389] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
+        elif self.current_player is not None:
+            obs[283] = 1.0
+        return obs
+
+    @staticmethod
+    def _took_text(card: int, taken) -> str:
+        return f"{card_str(card)} takes {' '.join(card_str(x) for x in taken)}"
+
+    def _pool_order(self, option: tuple) -> tuple:
+        return tuple(x for x in self.pool if x in option)
+
+    def describe_action(self, action: int) -> str:
+        if action >= TAKE:
+            return f"take {card_str(action - TAKE)}"
+        if self.phase is PHASE_SELECT or self.current_player is None \
+                or action not in self.hands[self.current_player]:
+            return f"play {card_str(action)}"
+        opts = self.capture_options(action)
+        if not opts:
+            return f"{card_str(action)} trails"
+        if len(opts) > 1:
+            return f"play {card_str(action)}"
+        text = self._took_text(action, self._pool_order(opts[0]))
+        if self._sur_kind(self.current_player, action, opts[0]) in ("sur", "cancel"):
+            text += " (sur)"
+        return text
+
+    def _action_aliases(self, action: int):
+        c = card_str(action % NUM_CARDS)
+        if action >= TAKE:                         # bare card; the finished capture for a completing pick
+            out = [c]
+            k = len(self.picked)
+            done = [o for o in self.cand if o[k] == action - TAKE]
+            if len(done) == 1:
+                out.append(self._took_text(self.sel_card, done[0]))
+                out.append(self._took_text(self.sel_card, self._pool_order(done[0])))
+            return out
+        out = [c, f"play {c}"]
+        if self.phase is PHASE_PLAY:
+            opts = self.capture_options(action)
+            if len(opts) == 1:
+                out.append(self._took_text(action, opts[0]))
+        return out
+
+    def determinize(self, seat: int, rng: random.Random) -> "PasurState":
+        """Re-deal what ``seat`` cannot see: the opponent's hand and the stock order (a buried jack is
+        somewhere among them, at a uniformly random place)."""
+        st = self.clone()
+        opp = 1 - seat
+        unknown = st.hands[opp] + st.stock
+        rng.shuffle(unknown)
+        n = len(st.hands[opp])
+        st.hands[opp] = sorted(unknown[:n])
+        st.stock = unknown[n:]
+        return st
+
+    def clone(self) -> "PasurState":
+        st = object.__new__(type(self))
+        d = self.__dict__.copy()
+        for k in ("pool", "stock", "buried_jacks", "clubs", "points", "surs", "round_start_scores",
+                  "sur_capped", "turns", "picked", "cand", "sel_legal", "rewards", "returns", "scores", "out"):
+            d[k] = list(d[k])
+        d["hands"] = [list(h) for h in self.hands]
+        d["captured"] = [list(c) for c in self.captured]
+        for k in ("deck_rng", "chance_rng"):
+            r = random.Random()
+            r.setstate(d[k].getstate())
+            d[k] = r
+        if self.winners is not None:
+            d["winners"] = list(self.winners)
+        if self.deal_report is not None:
+            d["deal_report"] = {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                                for k, v in self.deal_report.items()}
+        st.__dict__ = d
+        return st
+
+    def _turn_dict(self, t: tuple) -> dict:
+        p, card, taken, sur = t
+        text = self._took_text(card, taken) if taken else f"{card_str(card)} trails"
+        if sur in ("sur", "cancel"):
+            text += " (sur)"
+        return {"player": p, "card": card_str(card), "took": cards_str(taken), "sur": sur, "text": text}
+
+    def to_dict(self) -> dict:
+        sel = None
+        if self.phase is PHASE_SELECT:
+            sel = {"card": card_str(self.sel_card), "picked": cards_str(self.picked),
+                   "options": [cards_str(o) for o in self.cand]}
+        left = None
+        if self.leftover is not None:
+            left = {"player": self.leftover[0], "cards": cards_str(self.leftover[1])}
+        return {
+            "game": self.game.name,
+            "settings": self.settings.as_dict(),
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            "phase": self.phase,
+            "hands": [cards_str(h) for h in self.hands],
+            "pool": cards_str(self.pool),
+            "stock": cards_str(reversed(self.stock)),
+            "captured": [cards_str(c) for c in self.captured],
+            "surs": list(self.surs),
+            "sur_capped": list(self.sur_capped),
+            "last_capturer": self.last_capturer,
+            "hand_number": self.hand_number,
+            "selecting": sel,
+            "turns": [self._turn_dict(t) for t in self.turns],
+            "leftover": left,
+            "buried_jacks": cards_str(self.buried_jacks),
+            "redeals": self.redeals,
+            "round_start_scores": list(self.round_start_scores),
+            "scores": list(self.scores),
+            "rounds_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": self.winners,
+        }
+
+    def render(self, seat: int | None = None) -> str:
+        lines = [f"Pâsur | round {self.deals_completed + 1}, hand {self.hand_number}/{HANDS_PER_ROUND} | "
+                 f"dealer: player {self.dealer} | stock: {len(self.stock)} | target {self.settings.target_score}"]
+        lines.append("pool: " + (" ".join(cards_str(self.pool)) or "(empty)"))
+        for p in range(2):
+            lines.append(f"player {p}: score {self.scores[p]}, captured {len(self.captured[p])} "
+                         f"({self.clubs[p]} clubs), surs {self.surs[p]}, round points {self.round_points(p)}"
+                         + (" [sur capped]" if self.sur_capped[p] else ""))
+        for p in range(2):
+            if seat is None or p == seat:
+                lines.append(f"player {p} hand: {' '.join(cards_str(self.hands[p])) or '(empty)'}")
+            else:
+                lines.append(f"player {p} hand: {len(self.hands[p])} card(s)")
+        if self.turns:
+            lines.append("last play: " + self._turn_dict(self.turns[-1])["text"])
+        if self.is_terminal:
+            lines.append(f"match over; winners: {self.winners}")
+        elif self.phase is PHASE_SELECT:
+            lines.append(f"to move: player {self.current_player}, choosing what {card_str(self.sel_card)} takes"
+                         + (f" (picked {' '.join(cards_str(self.picked))})" if self.picked else ""))
+        else:
+            lines.append(f"to move: player {self.current_player}")
+        return "\n".join(lines)
+
+
+PasurGame.state_class = PasurState

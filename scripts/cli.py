@@ -1,0 +1,43 @@
+"""``kahve``: the command-line entry point. Each subcommand lives in its own module and is imported lazily,
+so ``kahve --help`` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> (module in kahve.scripts, one-line help)
+COMMANDS = {
+    "demo": ("demo", "play one random match and print it as a readable game record"),
+    "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kahve", description="Coffeehouse card games for reinforcement learning.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {}
+    for name, (module, help_text) in COMMANDS.items():
+        mod = importlib.import_module(f"kahve.scripts.{module}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        mod.add_arguments(p)
+        modules[name] = mod
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return modules[args.command].run(args) or 0
+    except (ValueError, FileNotFoundError) as err:  # bad input: one clear line, no traceback
+        print(f"kahve {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into e.g. `head`
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
