@@ -17,7 +17,6 @@ An engine imports nothing from PettingZoo, Gymnasium or torch.
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 from typing import Any, Sequence
@@ -26,6 +25,28 @@ import numpy as np
 
 from . import cards as _cards
 from .settings import Settings, SettingsSpec
+
+
+def _copy_value(v):
+    t = type(v)
+    if t is list:
+        return [_copy_value(x) for x in v] if any(type(x) in _CONTAINERS for x in v) else v[:]
+    if t is dict:
+        return {k: _copy_value(x) for k, x in v.items()}
+    if t is set:
+        return set(v)
+    if t is random.Random:
+        r = random.Random()
+        r.setstate(v.getstate())
+        return r
+    if t is np.ndarray:
+        return v.copy()
+    if t is tuple and any(type(x) in _CONTAINERS for x in v):
+        return tuple(_copy_value(x) for x in v)
+    return v
+
+
+_CONTAINERS = (list, dict, set, tuple, np.ndarray, random.Random)
 
 
 class IllegalActionError(ValueError):
@@ -196,8 +217,15 @@ class State:
             self._apply(legal[0])
 
     def clone(self) -> "State":
-        """An independent copy (the game object is shared, it is immutable)."""
-        return copy.deepcopy(self, {id(self.game): self.game})
+        """An independent copy, fast enough for search (thousands per move).
+
+        Every attribute is copied by :func:`_copy_value`: builtin containers recursively, random generators
+        and numpy arrays by value. Anything else (the game, the settings) is shared, so a state must keep its
+        mutable data in builtin containers.
+        """
+        new = object.__new__(type(self))
+        new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items()}
+        return new
 
     # ----- deals, match end, rewards (C-6, C-7) ------------------------------------------------------
     def side_of(self, seat: int) -> int:

@@ -1,0 +1,212 @@
+"""Head-to-head evaluation with rotated seats and mirrored deals, in parallel worker processes.
+
+The unit of evaluation is a *deal seed*: the engine takes it as its seed, so every deck of the match comes
+from it alone (``deck_rng``), whatever the players do. For each unit, policy A owns each side of the table in
+turn (``num_sides`` matches: with 2 players, the same decks with the seats swapped; with 4 alone, A in each
+seat) and policy B, or the policies the user lists, fill the other sides. Units are independent, so the 95%
+intervals are computed over units (the mean of a unit's matches), which accounts for the mirror's pairing.
+
+Results are a pure function of (game, settings, specs, seed, number of units): the same report whatever the
+number of workers. Only the timing figures differ between runs.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import random
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from kahve import envs
+
+from .policy import make_policy
+from .threads import limit_threads
+
+Z95 = 1.959963984540054
+
+
+def _derive(*parts: int) -> int:
+    """A 64-bit seed from integers, stable across processes and Python versions."""
+    return random.Random(":".join(str(p) for p in parts)).getrandbits(64)
+
+
+def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000) -> dict:
+    """Play one match on the engine with one policy per seat; returns winners, returns and deal points."""
+    state = game.new_state(seed)
+    for pol in policies:
+        if hasattr(pol, "reset"):
+            pol.reset()
+    deal_points, decisions = [], 0
+    deals_seen = 0
+    while state.current_player is not None:
+        seat = state.current_player
+        action = policies[seat].act(state.observation(seat), state.legal_mask(), state)
+        state.apply(action)
+        decisions += 1
+        if state.deals_completed != deals_seen:
+            deals_seen = state.deals_completed
+            deal_points.append(list(state.deal_report["deal_points"]))
+        if decisions > max_decisions:
+            raise RuntimeError(f"match with seed {seed} did not end within {max_decisions} decisions")
+    return {"winners": list(state.winners), "returns": list(state.returns), "deal_points": deal_points,
+            "decisions": decisions, "truncated": state.truncated}
+
+
+@dataclass
+class Matchup:
+    game: str
+    settings: dict
+    a: str
+    b: str
+    others: list = field(default_factory=list)   # specs for sides other than A's, in order; default all B
+    seed: int = 0
+
+    def side_specs(self, a_side: int, num_sides: int) -> list[str]:
+        """The spec playing each side when A owns ``a_side``."""
+        rest = list(self.others) or [self.b]
+        specs, k = [], 0
+        for side in range(num_sides):
+            if side == a_side:
+                specs.append(self.a)
+            else:
+                specs.append(rest[min(k, len(rest) - 1)])
+                k += 1
+        return specs
+
+
+def _play_units(matchup: Matchup, units: list[int]) -> list[dict]:
+    """Worker: play every rotation of the given units. Policies are built here, seeded per (unit, seat)."""
+    limit_threads()
+    game = envs.game_class(matchup.game)(**matchup.settings)
+    out = []
+    for unit in units:
+        deal_seed = _derive(matchup.seed, unit)
+        for a_side in range(game.num_sides):
+            specs = matchup.side_specs(a_side, game.num_sides)
+            policies = [make_policy(specs[game.sides[seat]], game, _derive(matchup.seed, unit, a_side, seat))
+                        for seat in range(game.num_players)]
+            result = play_match(game, policies, deal_seed)
+            result.update(unit=unit, a_side=a_side)
+            out.append(result)
+    return out
+
+
+def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
+    """A's score in a match (1 win, 0.5 shared win, 0 loss), its label, and A's mean points per deal."""
+    winning_sides = {game.sides[s] for s in result["winners"]}
+    if a_side not in winning_sides:
+        label, score = "loss", 0.0
+    elif len(winning_sides) == 1:
+        label, score = "win", 1.0
+    else:
+        label, score = "draw", 0.5
+    rel = []
+    for points in result["deal_points"]:
+        side_points = {}
+        for seat, p in enumerate(points):
+            side_points[game.sides[seat]] = p
+        others = [p for s, p in side_points.items() if s != a_side]
+        rel.append(game.points_sign * (side_points[a_side] - sum(others) / len(others)))
+    return score, label, (sum(rel) / len(rel) if rel else 0.0)
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and normal-approximation 95% interval."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, float("nan"), float("nan")
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    half = Z95 * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+def wilson_interval(successes: float, n: int) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = successes / n
+    d = 1 + Z95 ** 2 / n
+    centre = (p + Z95 ** 2 / (2 * n)) / d
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n)) / d
+    return centre - half, centre + half
+
+
+def evaluate(game: str, a: str, b: str, games: int = 100, settings: dict | None = None, workers: int = 1,
+             seed: int = 0, others: list | None = None, progress=None) -> dict:
+    """Play A against B over at least ``games`` matches (rounded up to whole units of rotated seats).
+
+    ``progress(done, total)`` is called as matches finish. Returns the report (see :func:`format_report`).
+    """
+    settings = dict(settings or {})
+    g = envs.game_class(game)(**settings)
+    for spec in [a, b, *(others or [])]:
+        make_policy(spec, g, 0)                           # a bad spec fails here, before any work
+    matchup = Matchup(game, settings, a, b, list(others or []), seed)
+    n_units = max(1, math.ceil(games / g.num_sides))
+    units = list(range(n_units))
+    chunk = max(1, min(8, n_units // (max(1, workers) * 4)))
+    chunks = [units[i:i + chunk] for i in range(0, n_units, chunk)]
+    total = n_units * g.num_sides
+    results, start = [], time.perf_counter()
+    if workers <= 1:
+        for c in chunks:
+            results.extend(_play_units(matchup, c))
+            if progress:
+                progress(len(results), total)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_play_units, matchup, c) for c in chunks]
+            for f in futures:
+                results.extend(f.result())
+                if progress:
+                    progress(len(results), total)
+    elapsed = time.perf_counter() - start
+    return summarize(g, matchup, results, elapsed)
+
+
+def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:
+    results = sorted(results, key=lambda r: (r["unit"], r["a_side"]))
+    counts = {"win": 0, "draw": 0, "loss": 0}
+    unit_scores, unit_points = {}, {}
+    for r in results:
+        score, label, points = _score(r, g, r["a_side"])
+        counts[label] += 1
+        unit_scores.setdefault(r["unit"], []).append(score)
+        unit_points.setdefault(r["unit"], []).append(points)
+    n = len(results)
+    per_unit = [sum(v) / len(v) for v in unit_scores.values()]
+    win_rate, lo, hi = mean_interval(per_unit)
+    if not (hi - lo > 0):                                 # all units equal: fall back to Wilson on matches
+        lo, hi = wilson_interval(counts["win"] + 0.5 * counts["draw"], n)
+    pts, plo, phi = mean_interval([sum(v) / len(v) for v in unit_points.values()])
+    deals = sum(len(r["deal_points"]) for r in results)
+    return {
+        "game": matchup.game, "settings": matchup.settings, "a": matchup.a, "b": matchup.b,
+        "others": matchup.others, "seed": matchup.seed, "games": n, "units": len(per_unit),
+        "wins": counts["win"], "draws": counts["draw"], "losses": counts["loss"],
+        "win_rate": win_rate, "win_rate_ci95": [max(0.0, lo), min(1.0, hi)],
+        "points_per_deal": pts, "points_per_deal_ci95": [plo, phi], "deals": deals,
+        "truncated": sum(1 for r in results if r["truncated"]),
+        "timing": {"seconds": elapsed, "games_per_s": n / elapsed if elapsed > 0 else float("inf")},
+    }
+
+
+def format_report(r: dict) -> str:
+    lo, hi = r["win_rate_ci95"]
+    plo, phi = r["points_per_deal_ci95"]
+    lines = [
+        f"{r['game']}: {r['a']} (A) vs {r['b']} (B)" + (f", other sides {r['others']}" if r["others"] else "")
+        + (f", settings {r['settings']}" if r["settings"] else "") + f", seed {r['seed']}",
+        f"  matches {r['games']} ({r['units']} deal seeds x seats rotated), deals {r['deals']}",
+        f"  A: {r['wins']} wins, {r['draws']} draws, {r['losses']} losses",
+        f"  A's win rate {r['win_rate']:.3f}  (95% CI {lo:.3f} .. {hi:.3f}; a draw counts 1/2)",
+        f"  A's points per deal, own side minus the others' mean: {r['points_per_deal']:+.2f}  "
+        f"(95% CI {plo:+.2f} .. {phi:+.2f})",
+        f"  {r['timing']['games_per_s']:.1f} matches/s ({r['timing']['seconds']:.1f} s)",
+    ]
+    if r["truncated"]:
+        lines.append(f"  {r['truncated']} matches were truncated (decided on totals)")
+    return "\n".join(lines)

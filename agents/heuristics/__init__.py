@@ -1,0 +1,21 @@
+"""Rule-based baselines, one module per game, each documented in its docstring.
+
+A heuristic reads only what its seat may know: its own hand and the public table (the tests check this by
+re-dealing the hidden cards and asking again). It receives the engine state because decoding the table from
+the observation vector would only make the rules harder to read.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = {"pishti": "pishti", "pasur": "pasur", "pis_yedili": "pis_yedili", "pishe_pasha": "pishe_pasha",
+            "ish": "ish"}
+
+
+def heuristic_for(game, seed: int | None = None):
+    """The heuristic policy of ``game`` (a :class:`kahve.envs.core.Game`)."""
+    if game.name not in _MODULES:
+        raise ValueError(f"no heuristic for game {game.name!r}")
+    module = importlib.import_module(f"{__name__}.{_MODULES[game.name]}")
+    return module.Heuristic(game, seed)

@@ -1,0 +1,34 @@
+"""What every heuristic shares: seeded tie-breaking among the best-scored legal actions."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+
+class ScoredHeuristic:
+    """Scores every legal action with :meth:`score` (higher is better) and plays the best, breaking ties
+    at random from its own seeded generator."""
+
+    name = "heuristic"
+
+    def __init__(self, game, seed: int | None = None):
+        self.game = game
+        self.rng = random.Random(seed)
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, observation, action_mask, state=None) -> int:
+        legal = [int(a) for a in np.flatnonzero(action_mask)]
+        if state is None:
+            raise ValueError(f"the {self.game.name} heuristic needs the engine state as its third argument")
+        if len(legal) == 1:
+            return legal[0]
+        scores = [self.score(state, a) for a in legal]
+        best = max(scores)
+        return self.rng.choice([a for a, s in zip(legal, scores) if s == best])
+
+    def score(self, state, action: int) -> float:
+        raise NotImplementedError

@@ -1,0 +1,43 @@
+"""Pişti heuristic: how a careful club player plays, from their own hand and the table.
+
+1. Take a pişti whenever possible (a lone card of my rank, or a lone card with a jack when that scores).
+2. Otherwise capture with a matching non-jack card if the pile holds points or several cards.
+3. A jack captures only a pile worth it (at least 4 cards or 2+ points); otherwise keep it.
+4. When trailing, trail the card least useful to the opponent: onto an empty pile prefer a rank whose other
+   copies are mostly gone (fewer ways to be pişti'd), never a point card or a jack if something else will do,
+   and avoid leaving a card the next player can take a big pile with.
+"""
+
+from __future__ import annotations
+
+from kahve.envs.core.cards import JACK
+
+from .base import ScoredHeuristic
+
+
+class Heuristic(ScoredHeuristic):
+
+    def score(self, state, card: int) -> float:
+        pts = state.game.card_points
+        pile = state.pile
+        rank = card % 13
+        seat = state.current_player
+        hand = state.hands[seat]
+        visible_pile = pile[state.pile_face_down:]
+        pile_value = sum(pts[c] for c in visible_pile) + 0.25 * len(pile)
+        if pile and (rank == JACK or rank == pile[-1] % 13):
+            if len(pile) == 1 and state._pisti_value(card, pile[0]) > 0:
+                return 100 + state._pisti_value(card, pile[0])
+            if rank != JACK:
+                return 50 + pile_value + pts[card]
+            if len(pile) >= 4 or pile_value >= 2:
+                return 40 + pile_value
+            return -10                                   # a jack is wasted on a small pile
+        # trailing
+        seen_of_rank = sum(1 for c in range(rank, 52, 13) if state.seen[c] or c in hand) - 1
+        value = -pts[card] * 3 - (20 if rank == JACK else 0)
+        if not pile:
+            value += 2 * seen_of_rank                    # fewer live copies, fewer pişti chances
+        else:
+            value -= 0.5 * len(pile) * (3 - seen_of_rank) / 3  # a live rank lets the next player take the pile
+        return value

@@ -1,0 +1,72 @@
+"""The Policy protocol (DESIGN.md "Policies, bots, configs") and policy spec strings.
+
+A policy is anything with ``act(observation, action_mask, state=None) -> int`` and optionally ``reset()``
+(called at the start of every match). Evaluation and play pass the engine ``state`` of the seat to move;
+a search policy uses only ``state.clone()``/``state.determinize(seat, rng)`` from it, and the rule-based
+heuristics read only what their seat may know (tests check both by re-dealing hidden cards).
+
+Spec strings name policies everywhere (CLI, configs): ``random``, ``heuristic``, ``ismcts`` or
+``ismcts:400`` (iterations per move), or the path of an exported bot file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+POLICY_SPECS = ("random", "heuristic", "ismcts[:ITERATIONS]", "PATH to an exported bot file")
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, state=None) -> int:
+        ...
+
+
+class RandomPolicy:
+    """Uniform over the legal actions, from its own seeded generator."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None):
+        self.rng = random.Random(seed)
+
+    def act(self, observation, action_mask, state=None) -> int:
+        legal = np.flatnonzero(action_mask)
+        if len(legal) == 0:
+            raise ValueError("no legal action in the mask")
+        return int(legal[self.rng.randrange(len(legal))])
+
+    def reset(self) -> None:
+        pass
+
+
+def make_policy(spec: str, game, seed: int | None = None):
+    """Build the policy named by ``spec`` for ``game`` (a :class:`kahve.envs.core.Game`)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"a policy spec must be a non-empty string; accepted: {', '.join(POLICY_SPECS)}")
+    spec = spec.strip()
+    name, _, arg = spec.partition(":")
+    if name == "random" and not arg:
+        return RandomPolicy(seed)
+    if name == "heuristic" and not arg:
+        from .heuristics import heuristic_for
+        return heuristic_for(game, seed)
+    if name == "ismcts":
+        from .ismcts import ISMCTS
+        try:
+            iterations = int(arg) if arg else ISMCTS.DEFAULT_ITERATIONS
+        except ValueError:
+            iterations = -1
+        if iterations < 1:
+            raise ValueError(f"bad policy spec {spec!r}: ismcts takes a positive iteration count, e.g. ismcts:200")
+        return ISMCTS(game, iterations=iterations, seed=seed)
+    if os.path.sep in spec or spec.endswith((".onnx", ".kahve", ".bot")) or os.path.exists(spec):
+        if not os.path.exists(spec):
+            raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
+        from .bot import Bot
+        return Bot.load(spec, game=game)
+    raise ValueError(f"unknown policy spec {spec!r}; accepted: {', '.join(POLICY_SPECS)}")
