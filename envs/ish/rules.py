@@ -1,0 +1,645 @@
+"""Ish: the rules engine (RULES.md §5; seed ``shared/seeds/003_eaac616147b65dfc.txt``).
+
+Ish is a betting game of pure luck for 2 to 20 players on a 40-card sun deck. Everyone stakes, draws two
+face-down cards, the dealer calls "Ish" and every card is turned up. The highest *result* wins, but only if its
+holder calls "Paoy" (the Crown's holder: "Kath"); ties go to the fastest caller. Its optimal policy is known
+(§5e: stake the minimum, call exactly when eligible), which makes it a calibration environment.
+
+Deck (§5a): suits Rising ``R``, Risen ``N``, Setting ``S``, values 0 (the Moon) to 12, id = 13·suit + value,
+    plus the Crown ``CR`` = 39. Card text is ``<value><suit>``: ``"12R"``, ``"0N"``, ``"CR"``.
+    Result of two cards (a, b): a + b if that is 12 or less, else a + b − 12. The Crown has no result and wins.
+
+One round (§5b), in seat order from ``next(dealer)`` among the players still in (C-2):
+
+    BET      decision: each active player picks a level k of the stake ladder,
+             stake_k = min_bet + round_half_up(k·(max_bet − min_bet)/(bet_levels − 1)), stake ≤ bankroll
+             (IS-4). Stakes are public as they are made.
+    SELECT   the 40 cards lie face down in slots 0..39 (slot k holds deck card k, C-3): two passes of one
+             card each. ``card_selection="auto"``: forced, the lowest free slot; ``"agent"``: a decision,
+             any free slot. Who took which slot is public; the cards are not (IS-5).
+    REVEAL   forced ("Ish"): every drawn card is turned up. Eligible E = {the Crown holder} if the Crown
+             was drawn, else everyone holding the highest result.
+    CALL     decision: each active player chooses CALL or NO_CALL without seeing the others' choices
+             (the calls are hidden from every observation, IS-1).
+    RESOLVE  forced: V = E ∩ callers (the Crown holder counts as a caller when ``crown_must_call=False``,
+             IS-3). V empty: the round is void and every stake (and fine) is returned. Otherwise the member
+             of V with the smallest τ_i = reflex_i · U(0,1) (``chance_rng``) wins (IS-2).
+    PAYOUT   ``"pot"``: the winner takes every stake; ``"matched"``: each loser j pays min(b_j, b_winner),
+             the rest is returned (IS-6). A caller outside E pays ``false_call_fine`` (capped at his
+             bankroll left after the stake) to the winner (IS-7).
+    END      a player whose bankroll is below ``min_bet`` is out (``out[seat]``; the AEC adapter terminates
+             that agent, the others play on). The dealer moves to the next player still in. The match ends
+             when one player is left (that player wins), or after ``max_rounds`` (truncation: the highest
+             bankroll wins, ties share). A later round is dealt from a fresh ``deck_rng`` shuffle.
+
+One round is one core "deal": the chip changes are the deal points, so ``scores`` are net chips won and
+bankroll = ``bankroll`` setting + score.
+
+Rewards. ``reward="chips"`` (default): every seat's bankroll change, paid on the step that ends the round
+(zero-sum: chips are conserved, fines included). ``reward="outcome"`` (C-7 with eliminations): every seat that
+ends the match as a loser receives −1/(N−1) (N = the table size), and the winners share what the losers paid
+equally. A player who goes broke is a certain loser, so he is paid −1/(N−1) on the step he goes out (the
+adapter removes his agent afterwards, a later reward would never reach him); the others are paid at the match
+end. With one winner this is exactly C-7 (+1 against −1/(N−1) each); when everyone ties everyone gets 0; a
+win shared by k of N at truncation gives each winner (N−k)/(k·(N−1)) instead of C-7's 1/k (the losers' share
+cannot depend on a k that is unknown when the first of them leaves). Always zero-sum. With
+``episode="deal"`` the round's winner (highest chip change) wins, and a void round is a tie.
+
+Decisions beyond RULES.md:
+    * a stake on the ladder is rounded half up; duplicate stakes (when max_bet − min_bet < bet_levels − 1)
+      are different actions with the same effect, and their text names the level ("bet 2 (level 1)");
+    * the reaction times are drawn only for the members of V, in seat order from ``next(dealer)``;
+    * the Crown holder is offered CALL / NO_CALL even with ``crown_must_call=False`` (his choice is then
+      irrelevant), so every active player has the same decision in CALL;
+    * the last round's cards, results and outcome stay visible after it is resolved, until the next BET;
+    * observation "round / max_rounds" counts the rounds completed.
+
+Actions: ``Discrete(L + 42)``, L = ``bet_levels`` (§5g):
+
+    =========  ==========================================================
+    0..L−1     BET level k ("bet 5")
+    L..L+39    SELECT slot k, only with ``card_selection="agent"`` ("select slot 3")
+    L+40       NO_CALL ("stay silent")
+    L+41       CALL ("call Paoy", or "call Kath" for the Crown holder)
+    =========  ==========================================================
+
+    Bare forms accepted by ``parse_action``: "level 4", "stake 5", "slot 3", "select 3", "call", "paoy",
+    "kath", "silent", "no call", "pass" (no bare numbers: "5" could be a stake, a level or a slot).
+
+Observation (§5h), float32, length 386 whatever the table size; seats relative to the observer (self,
+``next(self)``, ...), padded to 20:
+
+    ==================================================================================  ======
+    phase: BET, SELECT, CALL (one-hot; all zero when the match is over)                 3
+    per seat (5 each): bankroll / total chips, still in, this round's stake / max_bet,  5×20
+      has bet, is dealer
+    per seat after REVEAL (14 each): result 0..12 one-hot, or the Crown                 14×20
+    I am eligible (after REVEAL)                                                        1
+    rounds completed / max_rounds; players still in / 20                                2
+    ==================================================================================  ======
+
+    No card is visible before REVEAL, not even one's own (IS-5); no call is ever visible.
+
+``to_dict()`` keys: ``game``, ``settings``, ``players``, ``round`` (1-based number of the current round),
+``phase`` ("BET", "SELECT", "CALL" or "OVER"), ``dealer``, ``current_player``, ``order`` (this round's seat
+order), ``bankrolls``, ``out``, ``stakes``, ``has_bet``, ``slots`` (the 40 cards in slot order),
+``picks`` (per seat, the slots taken), ``hands`` (per seat, the cards in those slots), ``results`` (per seat:
+0..12, "CR" or None), ``eligible`` (seats), ``calls`` (per seat: True, False or None), ``last_round`` (the
+latest resolved round: ``winner``, ``void``, ``reaction_times``, ``deltas``, ``fines``), ``scores`` (net chips
+per seat), ``deals_completed``, ``terminal``, ``truncated``, ``winners``.
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+from collections import Counter
+
+import numpy as np
+
+from ..core import cards as _cards
+from ..core.engine import Game, State
+from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
+
+NUM_CARDS = 40
+CROWN = 39
+SUITS = "RNS"
+SUIT_NAMES = ("Rising", "Risen", "Setting")
+MAX_SEATS = 20
+CROWN_RESULT = 13                      # index of the Crown in the 14-wide result one-hot
+BET, SELECT, CALL, OVER = 0, 1, 2, 3
+PHASE_NAMES = ("BET", "SELECT", "CALL", "OVER")
+
+# observation offsets (§5h)
+OBS_SEATS = 3
+SEAT_WIDTH = 5
+OBS_RESULTS = OBS_SEATS + SEAT_WIDTH * MAX_SEATS          # 103
+RESULT_WIDTH = 14
+OBS_ELIGIBLE = OBS_RESULTS + RESULT_WIDTH * MAX_SEATS     # 383
+OBS_ROUND = OBS_ELIGIBLE + 1                              # 384
+OBS_SIZE = OBS_ROUND + 2                                  # 386
+
+CARD_STRINGS = tuple(f"{v}{s}" for s in SUITS for v in range(13)) + ("CR",)
+
+
+def card_str(card: int) -> str:
+    """``card_str(12) == "12R"``, ``card_str(39) == "CR"``."""
+    return CARD_STRINGS[card]
+
+
+def cards_str(cards) -> list[str]:
+    return [CARD_STRINGS[c] for c in cards]
+
+
+def parse_card(text) -> int:
+    """Parse ``"12R"``, ``"0n"``, ``"CR"`` (or ``"crown"``) or an id 0..39 to a card id; ``ValueError`` otherwise."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        if 0 <= text < NUM_CARDS:
+            return int(text)
+        raise ValueError(f"card id {text} is out of range 0..39")
+    if isinstance(text, str):
+        s = text.strip().upper()
+        if s in ("CR", "CROWN"):
+            return CROWN
+        if 2 <= len(s) <= 3 and s[:-1].isdigit() and s[-1] in SUITS:
+            value = int(s[:-1])
+            if value <= 12 and str(value) == s[:-1]:
+                return 13 * SUITS.index(s[-1]) + value
+    raise ValueError(f"not an Ish card: {text!r}; a card is a value 0-12 followed by a suit R (Rising), "
+                     f"N (Risen) or S (Setting), e.g. '12R', '0N', or 'CR' for the Crown")
+
+
+def result_of(a: int, b: int) -> int:
+    """Result of two cards (§5a): 0..12, or ``CROWN_RESULT`` (13) when one of them is the Crown."""
+    if a == CROWN or b == CROWN:
+        return CROWN_RESULT
+    s = a % 13 + b % 13
+    return s if s <= 12 else s - 12
+
+
+#: RESULT[a][b], precomputed for the hot path
+RESULT = tuple(tuple(result_of(a, b) for b in range(NUM_CARDS)) for a in range(NUM_CARDS))
+
+
+def _check_reflex(value):
+    """A positive number (every seat), or a list of positive numbers (one per seat)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        if not value > 0 or value == float("inf"):
+            raise ValueError(value)
+        return float(value)
+    if isinstance(value, (list, tuple, np.ndarray)) and 2 <= len(value) <= MAX_SEATS:
+        return tuple(_check_reflex(v) for v in value)
+    raise ValueError(value)
+
+
+def _parse_reflex(text: str):
+    parts = [p for p in text.replace("[", " ").replace("]", " ").replace(",", " ").split() if p]
+    nums = [float(p) for p in parts]
+    return nums[0] if len(nums) == 1 else nums
+
+
+SETTINGS = SettingsSpec("ish", [
+    Int("players", 4, 2, MAX_SEATS),
+    Int("bankroll", 100, 1, 10_000),
+    Int("min_bet", 1, 1, 10_000),
+    Int("max_bet", 10, 1, 10_000),
+    Int("bet_levels", 10, 2, 20, doc="steps of the stake ladder, spaced linearly (§5g)"),
+    Choice("payout", "pot", ("pot", "matched"), doc="IS-6"),
+    Choice("card_selection", "auto", ("auto", "agent")),
+    Flag("crown_must_call", True, doc="IS-3"),
+    Custom("reflex", 1.0, _check_reflex, "a positive number, or a list of one positive number per player "
+           "(a larger value means slower)", parser=_parse_reflex, doc="IS-2"),
+    Int("false_call_fine", 0, 0, 10_000, doc="IS-7; at most max_bet"),
+    *common_settings("max_rounds", 100, 100_000, reward_options=("chips", "outcome"), reward_default="chips"),
+])
+
+
+class IshGame(Game):
+    name = "ish"
+    version = 0
+    settings_spec = SETTINGS
+    cap_setting = "max_rounds"
+
+    def _configure(self) -> None:
+        s = self.settings
+        n = self.num_players = s.players
+        if s.min_bet > s.max_bet:
+            raise ValueError(f"setting 'min_bet': {s.min_bet} is not allowed with max_bet={s.max_bet}; "
+                             f"min_bet must be at most max_bet")
+        if s.bankroll < s.min_bet:
+            raise ValueError(f"setting 'bankroll': {s.bankroll} is not allowed with min_bet={s.min_bet}; "
+                             f"the bankroll must be at least min_bet")
+        if s.false_call_fine > s.max_bet:
+            raise ValueError(f"setting 'false_call_fine': {s.false_call_fine} is not allowed with "
+                             f"max_bet={s.max_bet}; allowed: 0 to max_bet")
+        if isinstance(s.reflex, tuple):
+            if len(s.reflex) != n:
+                raise ValueError(f"setting 'reflex': a list of {len(s.reflex)} values is not allowed with "
+                                 f"players={n}; give one value per player, or a single number")
+            self.reflex = list(s.reflex)
+        else:
+            self.reflex = [s.reflex] * n
+        L = s.bet_levels
+        span, den = s.max_bet - s.min_bet, 2 * (L - 1)
+        #: stake of each ladder level, rounded half up (§5g), nondecreasing
+        self.stakes = [s.min_bet + (2 * k * span + L - 1) // den for k in range(L)]
+        counts = Counter(self.stakes)
+        self.stake_unique = [counts[b] == 1 for b in self.stakes]
+        self.select_base = L
+        self.no_call = L + NUM_CARDS
+        self.call = L + NUM_CARDS + 1
+        self.num_actions = L + 42
+        self.observation_size = OBS_SIZE
+        self.total_chips = n * s.bankroll
+
+    def check_deck(self, deck) -> list[int]:
+        return _cards.check_deck(deck, parse_card, Counter(range(NUM_CARDS)), card_str, "the 40-card sun deck")
+
+
+class IshState(State):
+
+    card_str = staticmethod(card_str)
+    parse_card = staticmethod(parse_card)
+
+    def __init__(self, game, rng, deck):
+        s = game.settings
+        self.bankroll = [s.bankroll] * game.num_players
+        self.outcome_paid = [False] * game.num_players
+        self.last_round: dict | None = None
+        super().__init__(game, rng, deck)
+
+    # ----- a round (§5b) ----------------------------------------------------------------------------
+    def _start_deal(self, deck: list[int] | None) -> None:
+        n = self.num_players
+        if deck is None:
+            deck = list(range(NUM_CARDS))
+            self.deck_rng.shuffle(deck)
+        self.slots = list(deck)                        # slot k holds deck card k (C-3)
+        self.taken = [False] * NUM_CARDS
+        self.picks = [[] for _ in range(n)]
+        self.stakes = [0] * n
+        self.has_bet = [False] * n
+        self.results: list[int | None] = [None] * n
+        self.eligible = [False] * n
+        self.calls: list[bool | None] = [None] * n
+        out, d = self.out, self.dealer
+        self.order = [p for p in ((d + 1 + k) % n for k in range(n)) if not out[p]]   # C-2, the dealer last
+        self.phase = BET
+        self.turn = 0                                  # index into order (BET, CALL) or pick number (SELECT)
+        self.current_player = self.order[0]
+
+    def legal_actions(self) -> list[int]:
+        p = self.current_player
+        if p is None:
+            return []
+        g = self.game
+        if self.phase == BET:
+            return list(range(bisect_right(g.stakes, self.bankroll[p])))       # IS-4
+        if self.phase == SELECT:
+            base, taken = g.select_base, self.taken
+            return [base + k for k in range(NUM_CARDS) if not taken[k]]
+        return [g.no_call, g.call]
+
+    def _is_legal(self, action: int) -> bool:
+        if self.current_player is None:
+            return False
+        g = self.game
+        if self.phase == BET:
+            return 0 <= action < g.select_base and g.stakes[action] <= self.bankroll[self.current_player]
+        if self.phase == SELECT:
+            k = action - g.select_base
+            return 0 <= k < NUM_CARDS and not self.taken[k]
+        return action == g.no_call or action == g.call
+
+    def _apply(self, action: int) -> None:
+        if self.phase == BET:
+            self._apply_bet(action)
+        elif self.phase == SELECT:
+            self._take_slot(action - self.game.select_base)
+        else:
+            self._apply_call(action == self.game.call)
+
+    def _apply_bet(self, level: int) -> None:
+        p = self.current_player
+        self.stakes[p] = self.game.stakes[level]
+        self.has_bet[p] = True
+        self.turn += 1
+        if self.turn < len(self.order):
+            self.current_player = self.order[self.turn]
+            return
+        self.phase, self.turn = SELECT, 0
+        if self.settings.card_selection == "auto":
+            self._auto_select()
+        else:
+            self.current_player = self.order[0]
+
+    def _auto_select(self) -> None:
+        """SELECT with ``card_selection="auto"`` (forced): two passes, the lowest free slot each."""
+        order, m = self.order, len(self.order)
+        for i, p in enumerate(order):
+            self.picks[p] = [i, m + i]
+            self.taken[i] = self.taken[m + i] = True
+        self._reveal()
+
+    def _take_slot(self, slot: int) -> None:
+        """SELECT with ``card_selection="agent"``: the player takes a free slot (a choice among face-down cards)."""
+        self.picks[self.current_player].append(slot)
+        self.taken[slot] = True
+        self.turn += 1
+        m = len(self.order)
+        if self.turn < 2 * m:
+            self.current_player = self.order[self.turn % m]
+        else:
+            self._reveal()
+
+    def _reveal(self) -> None:
+        """REVEAL (forced, "Ish"): results and the eligible set E."""
+        slots, results = self.slots, self.results
+        for p in self.order:
+            a, b = self.picks[p]
+            results[p] = RESULT[slots[a]][slots[b]]
+        top = max(results[p] for p in self.order)
+        for p in self.order:
+            self.eligible[p] = results[p] == top       # the Crown (13) beats every result; it is unique
+        self.phase, self.turn = CALL, 0
+        self.current_player = self.order[0]
+
+    def _apply_call(self, calls: bool) -> None:
+        self.calls[self.current_player] = calls
+        self.turn += 1
+        if self.turn < len(self.order):
+            self.current_player = self.order[self.turn]
+        else:
+            self._resolve()
+
+    def _resolve(self) -> None:
+        """RESOLVE, PAYOUT, fines and END (all forced)."""
+        g, s, n = self.game, self.settings, self.num_players
+        order, stakes, eligible, calls = self.order, self.stakes, self.eligible, self.calls
+        crown_free = not s.crown_must_call
+        # IS-1, IS-3: only a call by an eligible player counts; a Crown holder may win without calling
+        valid = [p for p in order if eligible[p] and (calls[p] or (crown_free and self.results[p] == CROWN_RESULT))]
+        deltas = [0] * n
+        fines = [0] * n
+        taus = {}
+        winner = None
+        if valid:                                      # IS-2: the fastest valid caller
+            rnd, reflex = self.chance_rng.random, g.reflex
+            best = 2.0 * max(reflex[p] for p in valid)
+            for p in valid:
+                tau = reflex[p] * rnd()
+                taus[p] = tau
+                if tau < best:
+                    best, winner = tau, p
+            if s.payout == "pot":                      # IS-6
+                for p in order:
+                    if p != winner:
+                        deltas[p] = -stakes[p]
+                        deltas[winner] += stakes[p]
+            else:
+                bw = stakes[winner]
+                for p in order:
+                    if p != winner:
+                        pay = min(stakes[p], bw)
+                        deltas[p] = -pay
+                        deltas[winner] += pay
+            if s.false_call_fine:                      # IS-7: refunded (never charged) in a void round
+                for p in order:
+                    if calls[p] and not eligible[p]:
+                        fine = min(s.false_call_fine, self.bankroll[p] - stakes[p])
+                        fines[p] = fine
+                        deltas[p] -= fine
+                        deltas[winner] += fine
+        bankroll, out = self.bankroll, self.out
+        gone = []
+        for p in order:                                # END: broke players are out
+            bankroll[p] += deltas[p]
+            if bankroll[p] < s.min_bet:
+                out[p] = True
+                gone.append(p)
+        if s.reward == "chips":
+            self._pay(deltas)
+        elif gone:                                     # a certain loser leaves now: pay his outcome share
+            self._pay_losers(gone)
+        self.last_round = {
+            "winner": winner,
+            "void": winner is None,
+            "reaction_times": {str(p): t for p, t in taus.items()},
+            "deltas": list(deltas),
+            "fines": list(fines),
+        }
+        breakdown = {
+            "stakes": list(stakes),
+            "results": [None if r is None else ("CR" if r == CROWN_RESULT else r) for r in self.results],
+            "eligible": [p for p in order if eligible[p]],
+            "calls": [None if c is None else bool(c) for c in calls],
+            "reaction_times": [taus.get(p) for p in range(n)],
+            "winner": winner,
+            "void": winner is None,
+            "fines": list(fines),
+            "bankrolls": list(bankroll),
+            "out": [p for p in range(n) if out[p]],
+            "eliminated": gone,
+        }
+        self.phase = OVER
+        self.current_player = None
+        self._end_deal(deltas, breakdown)
+        if not self.is_terminal:
+            d = self.dealer
+            self.dealer = next(p for p in ((d + 1 + k) % n for k in range(n)) if not out[p])   # C-2
+            self._start_deal(None)
+
+    # ----- match end and rewards ----------------------------------------------------------------------
+    def _match_winners(self) -> list[int] | None:
+        alive = [p for p in range(self.num_players) if not self.out[p]]
+        return alive if len(alive) == 1 else None
+
+    def _pay_losers(self, seats) -> None:
+        """``reward="outcome"``: a loser's share, −1/(N−1), paid once (see the module docstring)."""
+        n = self.num_players
+        per = [0.0] * n
+        for p in seats:
+            if not self.outcome_paid[p]:
+                self.outcome_paid[p] = True
+                per[p] = -1.0 / (n - 1)
+        self._pay(per)
+
+    def _finish(self, winning_sides, report=None, truncated=False) -> None:
+        """Match end; replaces the core's C-7 payment by the elimination-aware scheme of the docstring."""
+        n = self.num_players
+        winners = [p for p in winning_sides if not self.outcome_paid[p]] or list(winning_sides)
+        if self.settings.reward == "outcome":
+            losers = [p for p in range(n) if p not in winners]
+            self._pay_losers(losers)
+            if losers:
+                share = len(losers) / ((n - 1) * len(winners))
+                self._pay([share if p in winners else 0.0 for p in range(n)])
+        self.winners = winners
+        if report is not None:
+            report["winners"] = list(winners)
+        if truncated:
+            self.truncated = True
+        else:
+            self.terminal = True
+        self.current_player = None
+        self.phase = OVER
+
+    # ----- views ------------------------------------------------------------------------------------
+    def observation(self, seat: int) -> np.ndarray:
+        g, n = self.game, self.num_players
+        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        if self.phase != OVER:
+            obs[self.phase] = 1.0
+        total, max_bet = g.total_chips, self.settings.max_bet
+        bankroll, out, stakes, has_bet, results = self.bankroll, self.out, self.stakes, self.has_bet, self.results
+        for k in range(n):
+            p = (seat + k) % n
+            o = OBS_SEATS + SEAT_WIDTH * k
+            obs[o] = bankroll[p] / total
+            if not out[p]:
+                obs[o + 1] = 1.0
+            if has_bet[p]:
+                obs[o + 2] = stakes[p] / max_bet
+                obs[o + 3] = 1.0
+            if p == self.dealer:
+                obs[o + 4] = 1.0
+            r = results[p]
+            if r is not None:                          # set at REVEAL, never before (IS-5)
+                obs[OBS_RESULTS + RESULT_WIDTH * k + r] = 1.0
+        if self.eligible[seat]:
+            obs[OBS_ELIGIBLE] = 1.0
+        obs[OBS_ROUND] = min(self.deals_completed / self.settings.max_rounds, 1.0)
+        obs[OBS_ROUND + 1] = (n - sum(out)) / MAX_SEATS
+        return obs
+
+    def _holds_crown(self, seat) -> bool:
+        return seat is not None and self.results[seat] == CROWN_RESULT
+
+    def describe_action(self, action: int) -> str:
+        g = self.game
+        if 0 <= action < g.select_base:
+            text = f"bet {g.stakes[action]}"
+            return text if g.stake_unique[action] else f"{text} (level {action})"
+        if action < g.no_call:
+            return f"select slot {action - g.select_base}"
+        if action == g.no_call:
+            return "stay silent"
+        if action == g.call:
+            return "call Kath" if self._holds_crown(self.current_player) else "call Paoy"
+        raise ValueError(f"action {action} is outside 0..{g.num_actions - 1}")
+
+    def _action_aliases(self, action: int):
+        g = self.game
+        if action < g.select_base:
+            return (f"bet {g.stakes[action]}", f"stake {g.stakes[action]}", f"level {action}")
+        if action < g.no_call:
+            k = action - g.select_base
+            return (f"slot {k}", f"select {k}", f"take slot {k}")
+        if action == g.no_call:
+            return ("silent", "no call", "no_call", "pass", "stay")
+        return ("call", "paoy", "kath", "call paoy", "call kath")
+
+    def determinize(self, seat: int, rng: random.Random) -> "IshState":
+        """Re-deal what ``seat`` cannot see: before REVEAL every card (the slot order, so the drawn cards
+        too); after it the undrawn cards; in CALL the calls already made by the others; and the future (the
+        shuffles and reaction times of both random streams)."""
+        st = self.clone()
+        if st.phase in (BET, SELECT):
+            rng.shuffle(st.slots)
+        else:
+            free = [k for k in range(NUM_CARDS) if not st.taken[k]]
+            cards = [st.slots[k] for k in free]
+            rng.shuffle(cards)
+            for k, c in zip(free, cards):
+                st.slots[k] = c
+        if st.phase == CALL:
+            for p in st.order[:st.turn]:
+                if p != seat:
+                    st.calls[p] = rng.random() < 0.5
+        st.deck_rng.seed(rng.getrandbits(64))
+        st.chance_rng.seed(rng.getrandbits(64))
+        return st
+
+    def clone(self) -> "IshState":
+        st = object.__new__(type(self))
+        d = self.__dict__.copy()
+        for key in ("rewards", "returns", "scores", "out", "bankroll", "outcome_paid", "slots", "taken", "stakes",
+                    "has_bet", "results", "eligible", "calls", "order"):
+            d[key] = list(d[key])
+        d["picks"] = [list(p) for p in self.picks]
+        for key in ("deck_rng", "chance_rng"):
+            r = random.Random.__new__(random.Random)    # no seeding from os.urandom: faster
+            r.setstate(d[key].getstate())
+            d[key] = r
+        for key in ("deal_report", "last_round", "winners"):
+            if d[key] is not None:
+                d[key] = _copy_plain(d[key])
+        st.__dict__ = d
+        return st
+
+    def _result_text(self, p):
+        r = self.results[p]
+        return None if r is None else ("CR" if r == CROWN_RESULT else r)
+
+    def to_dict(self) -> dict:
+        g, n = self.game, self.num_players
+        return {
+            "game": g.name,
+            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings.items()},
+            "players": n,
+            "round": self.deals_completed + (0 if self.is_terminal else 1),
+            "phase": PHASE_NAMES[self.phase],
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            "order": list(self.order),
+            "bankrolls": list(self.bankroll),
+            "out": list(self.out),
+            "stakes": list(self.stakes),
+            "has_bet": list(self.has_bet),
+            "slots": cards_str(self.slots),
+            "picks": [list(p) for p in self.picks],
+            "hands": [cards_str(self.slots[k] for k in p) for p in self.picks],
+            "results": [self._result_text(p) for p in range(n)],
+            "eligible": [p for p in range(n) if self.eligible[p]],
+            "calls": list(self.calls),
+            "last_round": _copy_plain(self.last_round),
+            "scores": list(self.scores),
+            "deals_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": None if self.winners is None else list(self.winners),
+        }
+
+    def render(self, seat: int | None = None) -> str:
+        """An ansi table; with ``seat`` only what that seat sees (cards after REVEAL, calls after RESOLVE)."""
+        g, s, n = self.game, self.settings, self.num_players
+        over = self.phase == OVER
+        head = (f"Ish, {n} players, {s.payout} payout | round {self.deals_completed + (0 if over else 1)}"
+                f"/{s.max_rounds} | dealer: player {self.dealer} | phase: {PHASE_NAMES[self.phase]}")
+        lines = [head, f"{'seat':<6}{'bankroll':>9}{'stake':>7}  {'cards':<10}{'result':>7}  call"]
+        for p in range(n):
+            mark = "*" if p == self.current_player else " "
+            if self.out[p] and p not in self.order:
+                lines.append(f"p{p:<3}{mark} {self.bankroll[p]:>9}  out")
+                continue
+            stake = str(self.stakes[p]) if self.has_bet[p] else "-"
+            if self.results[p] is not None or seat is None:
+                cards = " ".join(cards_str(self.slots[k] for k in self.picks[p])) or "-"
+            else:
+                cards = "face down" if self.picks[p] else "-"
+            r = self._result_text(p)
+            result = "-" if r is None else str(r)
+            c = self.calls[p]
+            if c is None:
+                call = "-"
+            elif over or seat is None or seat == p:
+                call = "call" if c else "silent"
+            else:
+                call = "made"
+            lines.append(f"p{p:<3}{mark} {self.bankroll[p]:>9}{stake:>7}  {cards:<10}{result:>7}  {call}")
+        lr = self.last_round
+        if lr is not None:
+            if lr["void"]:
+                lines.append("last round: void, every stake returned")
+            else:
+                w = lr["winner"]
+                lines.append(f"last round: player {w} won {lr['deltas'][w]} chips")
+        if self.is_terminal:
+            lines.append(("truncated" if self.truncated else "match over") + f"; winners: {self.winners}")
+        else:
+            lines.append(f"to move: player {self.current_player}")
+        return "\n".join(lines)
+
+
+def _copy_plain(x):
+    """A copy of JSON-like data (dicts, lists, scalars)."""
+    if isinstance(x, dict):
+        return {k: _copy_plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy_plain(v) for v in x]
+    return x
+
+
+IshGame.state_class = IshState
