@@ -290,10 +290,7 @@ class State:
         g = self.game
         winning = set(winning_sides)
         if self.settings.reward == "outcome":
-            k = len(winning)
-            if 0 < k < g.num_sides:
-                win, lose = 1.0 / k, -1.0 / (g.num_sides - k)
-                self._pay([win if g.sides[i] in winning else lose for i in range(self.num_players)])
+            self._pay_outcome(winning)
         self.winners = [i for i in range(self.num_players) if g.sides[i] in winning]
         if report is not None:
             report["winners"] = list(self.winners)
@@ -302,6 +299,14 @@ class State:
         else:
             self.terminal = True
         self.current_player = None
+
+    def _pay_outcome(self, winning: set) -> None:
+        """C-7: the winning sides share +1, the others share -1; every seat receives its side's value."""
+        g = self.game
+        k = len(winning)
+        if 0 < k < g.num_sides:
+            win, lose = 1.0 / k, -1.0 / (g.num_sides - k)
+            self._pay([win if g.sides[i] in winning else lose for i in range(self.num_players)])
 
     # ----- action text ------------------------------------------------------------------------------
     _TOKEN = re.compile(r"[^\s,;()]+")

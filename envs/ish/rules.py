@@ -447,24 +447,19 @@ class IshState(State):
         self._pay(per)
 
     def _finish(self, winning_sides, report=None, truncated=False) -> None:
-        """Match end; replaces the core's C-7 payment by the elimination-aware scheme of the docstring."""
-        n = self.num_players
+        """Match end; a seat already paid its loss when it went broke cannot be among the winners."""
         winners = [p for p in winning_sides if not self.outcome_paid[p]] or list(winning_sides)
-        if self.settings.reward == "outcome":
-            losers = [p for p in range(n) if p not in winners]
-            self._pay_losers(losers)
-            if losers:
-                share = len(losers) / ((n - 1) * len(winners))
-                self._pay([share if p in winners else 0.0 for p in range(n)])
-        self.winners = winners
-        if report is not None:
-            report["winners"] = list(winners)
-        if truncated:
-            self.truncated = True
-        else:
-            self.terminal = True
-        self.current_player = None
+        super()._finish(winners, report, truncated)
         self.phase = OVER
+
+    def _pay_outcome(self, winning: set) -> None:
+        """Replaces the core's C-7 payment by the elimination-aware scheme of the docstring."""
+        n = self.num_players
+        losers = [p for p in range(n) if p not in winning]
+        self._pay_losers(losers)
+        if losers:
+            share = len(losers) / ((n - 1) * len(winning))
+            self._pay([share if p in winning else 0.0 for p in range(n)])
 
     # ----- views ------------------------------------------------------------------------------------
     def observation(self, seat: int) -> np.ndarray:
