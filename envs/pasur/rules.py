@@ -71,6 +71,11 @@ Decisions beyond RULES.md
     * A SELECT step whose candidates all share the next pick has one legal TAKE; like any single choice it
       is applied by the engine under ``skip_single_choice`` and offered as an action otherwise (C-4).
     * Observation ratios (match totals / target, surs / 5, points / 20) are clipped at 10.
+    * "Points so far this round" count captured card points, the haft khâj once a player holds 7 clubs,
+      and net surs; the leftover pool is not counted before it is taken (PA-9).
+
+Speed: capture options depend only on the played value and the values of the pool's numeric cards in
+card-id order, so their enumeration is cached per such pool shape (E3's 100 options are computed once).
 
 ``to_dict()`` keys: ``game``, ``settings``, ``dealer``, ``current_player``, ``phase``, ``hands`` (per seat,
 sorted), ``pool`` (arrival order), ``stock`` (top first), ``captured`` (per seat, in capture order),
@@ -85,11 +90,9 @@ and ``redeals`` (this round's deal), ``round_start_scores``, ``scores``, ``round
 from __future__ import annotations
 
 import random
-from itertools import combinations
-
 import numpy as np
 
-from ..core.cards import ACE, CLUBS, JACK, KING, NUM_CARDS, QUEEN, card_id, card_str, cards_str
+from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
 from ..core.engine import Game, State
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
@@ -98,14 +101,15 @@ PLAY = 0                       # PLAY(card) = card
 TAKE = NUM_CARDS               # TAKE(card) = 52 + card
 NUM_ACTIONS = 2 * NUM_CARDS
 # phases (§2c)
-PHASE_PLAY, PHASE_SELECT = "PLAY", "SELECT"
+PHASE_PLAY, PHASE_SELECT = 0, 1
+PHASE_NAMES = ("PLAY", "SELECT")
 
 HAND = 4
 HANDS_PER_ROUND = 6
 STOCK_SIZE = 40                # PA-11
 OBS_SIZE = 390
 TWO_CLUBS = card_id(1, CLUBS)
-TEN_DIAMONDS = card_id(9, 1)
+TEN_DIAMONDS = card_id(TEN, DIAMONDS)
 HAFT_KHAJ = 7                  # 7 or more clubs
 HAFT_KHAJ_POINTS = 7
 # card points (§2d): TD 3, 2C 2, each A and J 1; clubs bonus separately
@@ -119,20 +123,28 @@ IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
 RANK = [c % 13 for c in range(NUM_CARDS)]
 
 
-def _partitions(total: int, largest: int) -> list[tuple]:
-    """Every multiset of values 1..largest summing to ``total``, as ((value, count), ...), values descending."""
-    if total == 0:
-        return [()]
+def _sum_subsets(values: tuple, target: int) -> tuple:
+    """Index tuples (increasing, sorted) of the subsets of ``values`` (card values, each >= 1) that sum
+    to ``target``."""
     out = []
-    for v in range(min(total, largest), 0, -1):
-        for k in range(1, total // v + 1):
-            for rest in _partitions(total - v * k, v - 1):
-                out.append(((v, k),) + rest)
-    return out
+    n = len(values)
+
+    def walk(start: int, left: int, chosen: tuple) -> None:
+        for i in range(start, n):
+            v = values[i]
+            if v == left:
+                out.append(chosen + (i,))
+            elif v < left:
+                walk(i + 1, left - v, chosen + (i,))
+
+    walk(0, target, ())
+    return tuple(sorted(out))
 
 
-#: PARTS[t]: the value multisets a capture of pool sum t can use (t = 11 - value of the played card)
-PARTS = [_partitions(t, 10) for t in range(11)]
+#: (target, values of the candidate pool cards in card-id order) -> _sum_subsets; capture options depend
+#: only on this key, so the enumeration runs once per distinct pool shape (bounded; cleared when full)
+_SUBSETS: dict = {}
+_SUBSETS_MAX = 200_000
 
 SETTINGS = SettingsSpec("pasur", [
     Int("target_score", 62, 20, 200),
@@ -235,39 +247,27 @@ class PasurState(State):
         if r > JACK:
             return sorted((x,) for x in pool if RANK[x] == r)
         target = 10 - r                             # 11 - value, value = rank + 1
-        byv = [[] for _ in range(11)]
-        for x in pool:
-            rx = RANK[x]
-            if rx < 10 and rx < target:
-                byv[rx + 1].append(x)
-        opts = []
-        for part in PARTS[target]:
-            for v, k in part:
-                if len(byv[v]) < k:
-                    break
-            else:
-                combos = None
-                for v, k in part:
-                    cs = byv[v]
-                    add = [(cs[0],)] if len(cs) == 1 else list(combinations(cs, k))
-                    combos = add if combos is None else [a + b for a in combos for b in add]
-                opts.extend(combos)
-        if len(opts) > 1:
-            opts = sorted(tuple(sorted(o)) for o in opts)
-        elif opts:
-            opts[0] = tuple(sorted(opts[0]))
-        return opts
+        cs = sorted([x for x in pool if RANK[x] < target])   # numeric cards of value <= target, id order
+        if not cs:
+            return []
+        key = (target, tuple([RANK[x] + 1 for x in cs]))
+        found = _SUBSETS.get(key)
+        if found is None:
+            if len(_SUBSETS) >= _SUBSETS_MAX:
+                _SUBSETS.clear()
+            found = _SUBSETS[key] = _sum_subsets(key[1], target)
+        return [tuple([cs[i] for i in o]) for o in found]
 
     # ----- legal actions and play (§2c, §2h) --------------------------------------------------------
     def legal_actions(self) -> list[int]:
         if self.current_player is None:
             return []
-        if self.phase is PHASE_PLAY:
+        if self.phase == PHASE_PLAY:
             return self.hands[self.current_player][:]
         return self.sel_legal[:]
 
     def _is_legal(self, action: int) -> bool:
-        if self.phase is PHASE_PLAY:
+        if self.phase == PHASE_PLAY:
             return action in self.hands[self.current_player]
         return action in self.sel_legal
 
@@ -404,54 +404,46 @@ class PasurState(State):
     def observation(self, seat: int) -> np.ndarray:
         obs = np.zeros(OBS_SIZE, dtype=np.float32)
         opp = 1 - seat
-        hand = self.hands[seat]
-        obs[hand] = 1.0
-        pool = self.pool
-        known = list(hand)
-        if pool:
-            obs[[52 + c for c in pool]] = 1.0
-            known += pool
+        hand, pool = self.hands[seat], self.pool
         mine, theirs = self.captured[seat], self.captured[opp]
-        if mine:
-            obs[[104 + c for c in mine]] = 1.0
-            known += mine
-        if theirs:
-            obs[[156 + c for c in theirs]] = 1.0
-            known += theirs
+        ones = hand + [52 + c for c in pool] + [104 + c for c in mine] + [156 + c for c in theirs]
+        unseen = [True] * NUM_CARDS                 # every card not in my hand, pool, captures, in play
+        for block in (hand, pool, mine, theirs):
+            for c in block:
+                unseen[c] = False
         if self.sel_card >= 0:
-            known.append(self.sel_card)
-        obs[208:260] = 1.0
-        if known:
-            obs[[208 + c for c in known]] = 0.0
-        sv = self.settings
-        obs[260] = self.clubs[seat] / 13
-        obs[261] = self.clubs[opp] / 13
-        obs[262] = min(self.surs[seat] / 5, 10.0)
-        obs[263] = min(self.surs[opp] / 5, 10.0)
-        obs[264] = min(self.round_points(seat) / 20, 10.0)
-        obs[265] = min(self.round_points(opp) / 20, 10.0)
-        obs[265 + self.hand_number] = 1.0           # 266..271
-        obs[272] = 1.0 if self.hand_number == HANDS_PER_ROUND else 0.0
-        obs[273] = len(self.stock) / STOCK_SIZE
-        obs[274] = len(self.hands[opp]) / HAND
+            unseen[self.sel_card] = False
+        ones += [208 + c for c in range(NUM_CARDS) if unseen[c]]
+        hn = self.hand_number
         lc = self.last_capturer
-        obs[275 + (2 if lc is None else (0 if lc == seat else 1))] = 1.0
-        target = sv.target_score
-        obs[278] = min(self.scores[seat] / target, 10.0)
-        obs[279] = min(self.scores[opp] / target, 10.0)
-        obs[280] = 1.0 if self.sur_capped[seat] else 0.0
-        obs[281] = 1.0 if self.sur_capped[opp] else 0.0
-        obs[282] = 1.0 if self.dealer == seat else 0.0
-        if self.phase is PHASE_SELECT:
-            obs[284] = 1.0
+        target = self.settings.target_score
+        sv = self.settings.sur_value
+        rp = [self.points[i] + (HAFT_KHAJ_POINTS if self.clubs[i] >= HAFT_KHAJ else 0) + self.surs[i] * sv
+              for i in (seat, opp)]
+        obs[260:266] = (self.clubs[seat] / 13, self.clubs[opp] / 13, min(self.surs[seat] / 5, 10.0),
+                        min(self.surs[opp] / 5, 10.0), min(rp[0] / 20, 10.0), min(rp[1] / 20, 10.0))
+        ones.append(265 + hn)                        # hand number one-hot, 266..271
+        if hn == HANDS_PER_ROUND:
+            ones.append(272)                         # final deal
+        ones.append(275 + (2 if lc is None else (0 if lc == seat else 1)))
+        obs[273:275] = (len(self.stock) / STOCK_SIZE, len(self.hands[opp]) / HAND)
+        obs[278:280] = (min(self.scores[seat] / target, 10.0), min(self.scores[opp] / target, 10.0))
+        if self.sur_capped[seat]:
+            ones.append(280)
+        if self.sur_capped[opp]:
+            ones.append(281)
+        if self.dealer == seat:
+            ones.append(282)
+        if self.phase == PHASE_SELECT:
             card = self.sel_card
-            obs[285 + card] = 1.0
-            if self.picked:
-                obs[[337 + x for x in self.picked]] = 1.0
+            ones.append(284)
+            ones.append(285 + card)
+            ones += [337 + x for x in self.picked]
             if RANK[card] < JACK:
                 obs[389] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
         elif self.current_player is not None:
-            obs[283] = 1.0
+            ones.append(283)
+        obs[ones] = 1.0
         return obs
 
     @staticmethod
@@ -464,7 +456,7 @@ class PasurState(State):
     def describe_action(self, action: int) -> str:
         if action >= TAKE:
             return f"take {card_str(action - TAKE)}"
-        if self.phase is PHASE_SELECT or self.current_player is None \
+        if self.phase == PHASE_SELECT or self.current_player is None \
                 or action not in self.hands[self.current_player]:
             return f"play {card_str(action)}"
         opts = self.capture_options(action)
@@ -488,7 +480,7 @@ class PasurState(State):
                 out.append(self._took_text(self.sel_card, self._pool_order(done[0])))
             return out
         out = [c, f"play {c}"]
-        if self.phase is PHASE_PLAY:
+        if self.phase == PHASE_PLAY:
             opts = self.capture_options(action)
             if len(opts) == 1:
                 out.append(self._took_text(action, opts[0]))
@@ -535,7 +527,7 @@ class PasurState(State):
 
     def to_dict(self) -> dict:
         sel = None
-        if self.phase is PHASE_SELECT:
+        if self.phase == PHASE_SELECT:
             sel = {"card": card_str(self.sel_card), "picked": cards_str(self.picked),
                    "options": [cards_str(o) for o in self.cand]}
         left = None
@@ -546,7 +538,7 @@ class PasurState(State):
             "settings": self.settings.as_dict(),
             "dealer": self.dealer,
             "current_player": self.current_player,
-            "phase": self.phase,
+            "phase": PHASE_NAMES[self.phase],
             "hands": [cards_str(h) for h in self.hands],
             "pool": cards_str(self.pool),
             "stock": cards_str(reversed(self.stock)),
@@ -585,7 +577,7 @@ class PasurState(State):
             lines.append("last play: " + self._turn_dict(self.turns[-1])["text"])
         if self.is_terminal:
             lines.append(f"match over; winners: {self.winners}")
-        elif self.phase is PHASE_SELECT:
+        elif self.phase == PHASE_SELECT:
             lines.append(f"to move: player {self.current_player}, choosing what {card_str(self.sel_card)} takes"
                          + (f" (picked {' '.join(cards_str(self.picked))})" if self.picked else ""))
         else:

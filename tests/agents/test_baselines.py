@@ -20,7 +20,7 @@ QUICK = {
     "pasur": dict(episode="deal"),
     "pis_yedili": dict(players=2, episode="deal"),
     "pishe_pasha": dict(),
-    "ish": dict(players=4, episode="deal", false_call_fine=1),
+    "ish": dict(players=2, max_rounds=20, false_call_fine=1),
 }
 
 
