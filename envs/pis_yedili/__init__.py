@@ -1,0 +1,6 @@
+"""Pis Yedili (RULES.md §3): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
+
+from .env import env, raw_env
+from .rules import PisYediliGame, PisYediliState
+
+__all__ = ["env", "raw_env", "PisYediliGame", "PisYediliState"]

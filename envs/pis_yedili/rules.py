@@ -1,0 +1,638 @@
+"""Pis Yedili ("Dirty Seven"): the rules engine (RULES.md §3; seed ``shared/seeds/002_1889faba5ce9d107.txt``).
+
+A shedding game for 2 to 4 players: follow the top card's suit or rank, get rid of every card; the cards left in
+the other hands are penalty points. 2 players use one pack, 3 or 4 players two packs (104 cards, so identical
+twins exist). Points are PENALTIES: the lowest total wins (``Game.points_sign = -1``).
+
+Deal (§3a; deck index 0 is the top card, C-3)
+    7 cards each, one at a time: card k (k < 7N) goes to seat ``next(dealer) + k mod N``; the rest is the stock,
+    its top card first (38, 83 or 76 cards). No card is turned up: the discard pile starts empty. Each deal
+    starts with the direction of play d = +1; the dealer moves to ``next(dealer)`` after every deal (C-2).
+
+Phases (§3c): FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP are decisions; DEAL_END is forced.
+    FIRST_ROUND   the first N turns, from ``next(dealer)`` (PY-9). Forced: while the player holds no club of
+                  rank 2-6, 8, 9, Q or K, they draw 1. Then they must play one such club (never draw while
+                  holding one). No effects, no twin. After N plays the next player is in NORMAL.
+    NORMAL        PLAY a legal card | DRAW 1 (then POST_DRAW; at most one voluntary draw a turn, PY-8)
+    FACING_SEVEN  PLAY any 7 | TAKE_PENALTY: draw all pending cards, then POST_DRAW (``after_seven_penalty=
+                  "continue"``, PY-3) or the turn passes (``"lose_turn"``). ``must_answer_seven`` removes
+                  TAKE_PENALTY while the player holds a 7.
+    POST_DRAW     PLAY a legal card | PASS (the turn ends)
+    FOLLOW_UP     after an A or a twin (PY-5): PLAY a legal card; DRAW only when none is legal (then POST_DRAW)
+    Legal card: any J; on a J a card of the named suit; otherwise a card of the top card's suit or rank; an A
+    never as the player's only card (PY-7).
+    Resolving PLAY(c): c goes on the discard pile; an empty hand ends the deal at once (PY-7). Otherwise
+        7  pending += 3, ``next(p)`` is in FACING_SEVEN;          J  the named suit is active, ``next(p)`` plays;
+        10 ``ten_rule="bounce"``: ``prev(p)`` plays, d unchanged (PY-1, PY-2); ``"reverse"``: d = -d, then next;
+        A  every other player draws 1, in turn order from ``next(p)`` (forced), then p is in FOLLOW_UP;
+        an ordinary card (2-6, 8, 9, Q, K) on its twin (PY-6; ``twin_rule``) -> p is in FOLLOW_UP;
+        else ``next(p)`` plays. ``next``/``prev`` follow the current direction d.
+    Stock exhaustion (PY-10): ``stock_end="when_empty"`` (default): the moment the stock becomes empty, whatever
+        the draw (voluntary, penalty, ace, first round, follow-up), the draw stops, possibly part-way, and the deal
+        ends; so the stock is never empty while the deal runs. ``"on_failed_draw"``: the stock may run empty;
+        the deal ends when a card must be drawn from the empty stock (the draw in progress stops there). DRAW
+        stays offered on an empty stock, so every decision state keeps a legal action; choosing it ends the deal.
+
+Scoring (§3d). Card values (PY-13): 2-10 face value, Q K 10, A 11, J 25.
+    Someone went out on card c: m = ``jack_out_multiplier`` for a J, ``seven_out_multiplier`` for a 7, else 1.
+    Every other player scores m x hand + Muamele (PY-11): in turn order from ``next(winner)``, a player with
+    k sevens draws 3k cards blind (chance) from the stock, then, once it is empty, from the rest of the discard
+    pile (all but its top card) shuffled with the chance stream; every 7 drawn adds 3 draws; when both sources
+    are used up the remaining draws lapse. Muamele points are not multiplied unless ``muamele_multiplied``.
+    Drawn Muamele cards are kept apart (``muamele_cards``), not added to the hand.
+    Stock exhausted: every player scores their hand, no multiplier, no Muamele (with ``muamele_on_exhaustion``
+    every player does Muamele too, in turn order from the player to move).
+    Totals add up; the match ends after a deal in which someone reaches ``game_end_penalty``; the lowest total
+    wins, ties share (PY-12). ``max_deals`` truncates (the lowest total wins).
+
+Decisions beyond RULES.md (ours):
+    * The twin rule compares with the card that was on top before the play; a play just after round 1 onto a
+      first-round card can be a twin (the rule only never fires on round-1 plays themselves).
+    * ``twin_rule="same_rank"``: an ordinary card on a card of the same rank, any suit (works with one pack).
+    * A FOLLOW_UP draw is compulsory (no legal card), so it is allowed even after this turn's voluntary draw.
+    * Muamele's "turn order" follows the current direction d; with ``muamele_on_exhaustion`` it starts with the
+      player to move when the stock ran out.
+    * ``stock_end="on_failed_draw"``: a draw that finds the stock empty ends the deal (first-round, ace and
+      penalty draws included); cards already drawn by that draw stay in the hand and are scored.
+    * A J is written "JD names spades"; the bare forms name the suit after the card (see Actions). A plain
+      "JD" is ambiguous (four actions) and is not accepted.
+    * Match totals in the observation are divided by ``game_end_penalty`` (RULES.md writes /101, the default)
+      and clipped at 10; at match end they may exceed 1.
+    * ``muamele_multiplied`` or ``muamele_on_exhaustion`` set with ``muamele=False`` is a ValueError.
+
+Actions: ``Discrete(71)`` (§3h)
+
+    =======  ==================================================================  ======================
+    id       action                                                              text
+    =======  ==================================================================  ======================
+    0-51     PLAY(card id), any card but a J (J ids 10, 23, 36, 49 never legal)  ``"7H"``
+    52-67    PLAY_J: jack of suit s naming suit d = 52 + 4s + d                  ``"JD names spades"``
+    68       DRAW one card (NORMAL; FOLLOW_UP without a legal card)               ``"draw"``
+    69       PASS (POST_DRAW only)                                               ``"pass"``
+    70       TAKE_PENALTY (FACING_SEVEN only)                                    ``"take 6"``
+    =======  ==================================================================  ======================
+
+    Bare forms accepted by ``parse_action``: ``"play 7H"``; ``"JD spades"``, ``"JD S"``, ``"JD ♠"``,
+    ``"play JD names spades"``; ``"take"``, ``"take penalty"``.
+
+Observation (§3i), relative to the observer, length 183:
+
+    ==========================================================================  ====  =======
+    block                                                                       size  offset
+    ==========================================================================  ====  =======
+    own hand counts / 2                                                         52    0
+    top card (one-hot, plus "empty")                                            53    52
+    named suit when a J is on top (4, plus "none")                              5     105
+    pending penalty / 24                                                        1     110
+    phase one-hot (FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP)     5     111
+    follow-up reason (ace, twin)                                                2     116
+    the player to move has drawn this turn                                      1     118
+    discard pile counts / 2                                                     52    119
+    hand sizes of next(self), ... / 30 (clipped at 1), padded to 3              3     171
+    stock / 83 (clipped at 1)                                                   1     174
+    match totals self, next(self), ... / game_end_penalty (clipped at 10), pad  4     175
+    player count one-hot (2, 3, 4)                                              3     179
+    direction of play (+1 / -1)                                                 1     182
+    ==========================================================================  ====  =======
+
+``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``phase``,
+``direction``, ``hands`` (per seat, sorted), ``stock`` (top first), ``discard`` (bottom first), ``top``,
+``named_suit``, ``pending``, ``follow_up`` (None, "ace" or "twin"), ``drawn``, ``first_round_left``,
+``muamele_cards`` (per seat, drawn at the end of the latest deal; visible only at match end), ``scores``,
+``deals_completed``, ``terminal``, ``truncated``, ``winners``.
+
+Deal report (``infos``): ``deal_points`` and ``scores`` per seat; ``breakdown`` with per-seat lists
+``hand_value``, ``multiplier``, ``muamele_cards``, ``muamele_points``, ``total``, ``went_out``, and
+``end`` ("went_out" or "stock_exhausted") and ``last_card`` (the card that went out, or None).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, card_str, cards_str, \
+    check_standard_deck
+from ..core.engine import Game, State
+from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
+
+HAND_SIZE = 7
+PLAY_J = 52          # 52 + 4 * jack suit + named suit
+DRAW = 68
+PASS = 69
+TAKE_PENALTY = 70
+NUM_ACTIONS = 71
+OBS_SIZE = 183
+
+FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP, DEAL_END = range(6)
+PHASE_NAMES = ("FIRST_ROUND", "NORMAL", "FACING_SEVEN", "POST_DRAW", "FOLLOW_UP", "DEAL_END")
+NO_FOLLOW, FOLLOW_ACE, FOLLOW_TWIN = 0, 1, 2
+FOLLOW_NAMES = (None, "ace", "twin")
+
+# ----- precomputed card tables --------------------------------------------------------------------------
+RANK = [c % 13 for c in range(NUM_CARDS)]
+ORDINARY = [r not in (ACE, SEVEN, TEN, JACK) for r in range(13)]           # PY-6: 2-6, 8, 9, Q, K
+VALUE = [(11 if r == ACE else 25 if r == JACK else 10 if r >= TEN else r + 1) for r in RANK]   # PY-13
+FIRST_OK = [c // 13 == 0 and ORDINARY[c % 13] for c in range(NUM_CARDS)]   # PY-9: playable in round 1
+IS_JACK = [r == JACK for r in RANK]
+JACK_IDS = [13 * s + JACK for s in range(4)]
+# MATCH[ctx][c]: non-jack card c follows the context ctx = 13 * suit + rank to match (a J on top: named suit, J)
+MATCH = [tuple(c // 13 == ctx // 13 or c % 13 == ctx % 13 for c in range(NUM_CARDS)) for ctx in range(NUM_CARDS)]
+# jack actions for a bitmask of jack suits held, already sorted
+JACK_ACTIONS = [[PLAY_J + 4 * s + d for s in range(4) if m >> s & 1 for d in range(4)] for m in range(16)]
+
+SETTINGS = SettingsSpec("pis_yedili", [
+    Choice("players", 4, (2, 3, 4), doc="2 to 4 players; 3-4 play with two packs (§3a)"),
+    Int("game_end_penalty", 101, 50, 500, doc="the match ends after a deal in which someone reaches it (PY-12)"),
+    Choice("ten_rule", "bounce", ("bounce", "reverse"), doc="PY-2"),
+    Choice("after_seven_penalty", "continue", ("continue", "lose_turn"), doc="PY-3"),
+    Flag("must_answer_seven", False, doc="PY-3"),
+    Choice("twin_rule", "identical", ("identical", "same_rank", "off"), doc="PY-6"),
+    Int("jack_out_multiplier", 2, 1, 5),
+    Int("seven_out_multiplier", 3, 1, 5),
+    Flag("muamele", True, doc="PY-11"),
+    Flag("muamele_multiplied", False, doc="PY-11"),
+    Flag("muamele_on_exhaustion", False, doc="PY-10"),
+    Choice("stock_end", "when_empty", ("when_empty", "on_failed_draw"), doc="PY-10"),
+    *common_settings("max_deals", 60, 500),
+])
+
+
+class PisYediliGame(Game):
+    name = "pis_yedili"
+    version = 0
+    settings_spec = SETTINGS
+    obs_low = -1.0
+    obs_high = 10.0
+    points_sign = -1
+    cap_setting = "max_deals"
+
+    def _configure(self) -> None:
+        s = self.settings
+        if not s.muamele:
+            for name in ("muamele_multiplied", "muamele_on_exhaustion"):
+                if s[name]:
+                    raise ValueError(f"setting {name!r}: True is not allowed with muamele=False; "
+                                     f"it only changes how Muamele is scored (PY-10, PY-11)")
+        self.num_players = s.players
+        self.packs = 1 if s.players == 2 else 2
+        self.num_actions = NUM_ACTIONS
+        self.observation_size = OBS_SIZE
+        # plain attributes for the hot path (Settings attribute access is slower)
+        self.bounce = s.ten_rule == "bounce"
+        self.lose_turn = s.after_seven_penalty == "lose_turn"
+        self.must_answer = s.must_answer_seven
+        self.twin = {"identical": 1, "same_rank": 2, "off": 0}[s.twin_rule]
+        self.on_failed_draw = s.stock_end == "on_failed_draw"
+        self.target = s.game_end_penalty
+
+    def check_deck(self, deck):
+        return check_standard_deck(deck, packs=self.packs)
+
+
+class PisYediliState(State):
+
+    # ----- the deal (§3a) ---------------------------------------------------------------------------
+    def _start_deal(self, deck: list[int] | None) -> None:
+        g = self.game
+        n = g.num_players
+        if deck is None:
+            deck = list(range(NUM_CARDS)) * g.packs
+            self.deck_rng.shuffle(deck)
+        first = (self.dealer + 1) % n
+        self.hands = [[] for _ in range(n)]
+        for k in range(HAND_SIZE * n):
+            self.hands[(first + k) % n].append(deck[k])
+        self.stock = deck[HAND_SIZE * n:][::-1]     # top of the stock last, so pop() draws it
+        self.discard: list[int] = []
+        self.ctx = -1                               # 13 * suit + rank to follow; -1: empty pile
+        self.pending = 0
+        self.direction = 1
+        self.follow = NO_FOLLOW
+        self.drawn = False
+        self.first_round_left = n
+        self.muamele_cards = [[] for _ in range(n)]
+        self._legal = None
+        self._first_round_turn(first)
+
+    # ----- turns ------------------------------------------------------------------------------------
+    def _turn(self, p: int, phase: int) -> None:
+        self.current_player = p
+        self.phase = phase
+        self.follow = NO_FOLLOW
+        self.drawn = False
+
+    def _first_round_turn(self, p: int) -> None:
+        """PY-9: forced draws until p holds a club of rank 2-6, 8, 9, Q or K."""
+        self._turn(p, FIRST_ROUND)
+        hand = self.hands[p]
+        while not any(FIRST_OK[c] for c in hand):
+            if not self._draw(p, 1):
+                return
+
+    def _draw(self, p: int, k: int) -> bool:
+        """p draws k cards from the stock. False if the stock ran out and the deal ended (PY-10); the caller
+        must then stop, as a new deal (or the match end) has already been set up."""
+        stock, hand = self.stock, self.hands[p]
+        if self.game.on_failed_draw:
+            for _ in range(k):
+                if not stock:
+                    self._deal_exhausted()
+                    return False
+                hand.append(stock.pop())
+            return True
+        for _ in range(k):
+            hand.append(stock.pop())
+            if not stock:                               # PY-10: the deal ends as the stock becomes empty
+                self._deal_exhausted()
+                return False
+        return True
+
+    # ----- legal actions (§3c) ----------------------------------------------------------------------
+    def legal_actions(self) -> list[int]:
+        leg = self._legal
+        if leg is None:
+            leg = self._legal = self._compute_legal()
+        return list(leg)
+
+    def _is_legal(self, action: int) -> bool:
+        leg = self._legal
+        if leg is None:
+            leg = self._legal = self._compute_legal()
+        return action in leg
+
+    def _compute_legal(self) -> list[int]:
+        p = self.current_player
+        if p is None:
+            return []
+        phase = self.phase
+        hand = self.hands[p]
+        if phase == FIRST_ROUND:                        # PY-9
+            return sorted({c for c in hand if FIRST_OK[c]})
+        if phase == FACING_SEVEN:                       # PY-3: only 7s answer a pending 7 (PY-4)
+            res = sorted({c for c in hand if RANK[c] == SEVEN})
+            if not (res and self.game.must_answer):
+                res.append(TAKE_PENALTY)
+            return res
+        ok = MATCH[self.ctx]
+        cards = set()
+        jacks = 0
+        for c in hand:
+            if IS_JACK[c]:
+                jacks |= 1 << (c // 13)
+            elif ok[c]:
+                cards.add(c)
+        if len(hand) == 1 and cards and RANK[hand[0]] == ACE:   # PY-7: never out on an ace
+            cards = ()
+        res = sorted(cards)
+        if jacks:
+            res += JACK_ACTIONS[jacks]
+        if phase == NORMAL:
+            res.append(DRAW)
+        elif phase == POST_DRAW:
+            res.append(PASS)
+        elif not res:                                   # FOLLOW_UP without a legal card (PY-5)
+            res.append(DRAW)
+        return res
+
+    # ----- applying actions -------------------------------------------------------------------------
+    def _apply(self, action: int) -> None:
+        self._legal = None
+        if action < PLAY_J:
+            self._play(action, -1)
+        elif action < DRAW:
+            k = action - PLAY_J
+            self._play(JACK_IDS[k >> 2], k & 3)
+        elif action == DRAW:
+            self._draw_one()
+        elif action == PASS:
+            p = self.current_player
+            self._turn((p + self.direction) % self.num_players, NORMAL)
+        else:
+            self._take_penalty()
+
+    def _play(self, card: int, named: int) -> None:
+        p = self.current_player
+        n = self.num_players
+        hand = self.hands[p]
+        hand.remove(card)
+        discard = self.discard
+        prev_top = discard[-1] if discard else -1
+        discard.append(card)
+        if not hand:                                    # PY-7: going out ends the deal at once
+            self._went_out(p, card)
+            return
+        rank = RANK[card]
+        if self.phase == FIRST_ROUND:                   # PY-9: no effects, no twin
+            self.ctx = card
+            self.first_round_left -= 1
+            if self.first_round_left:
+                self._first_round_turn((p + 1) % n)
+            else:
+                self._turn((p + 1) % n, NORMAL)
+            return
+        d = self.direction
+        if rank == SEVEN:                               # PY-3
+            self.ctx = card
+            self.pending += 3
+            self._turn((p + d) % n, FACING_SEVEN)
+        elif rank == JACK:                              # PY-4
+            self.ctx = 13 * named + JACK
+            self._turn((p + d) % n, NORMAL)
+        elif rank == TEN:
+            self.ctx = card
+            if self.game.bounce:                        # PY-1, PY-2: one step to prev(p), d unchanged
+                self._turn((p - d) % n, NORMAL)
+            else:
+                self.direction = d = -d
+                self._turn((p + d) % n, NORMAL)
+        elif rank == ACE:                               # every other player draws 1, then FOLLOW_UP (PY-5)
+            self.ctx = card
+            for k in range(1, n):
+                if not self._draw((p + k * d) % n, 1):
+                    return
+            self.phase = FOLLOW_UP
+            self.follow = FOLLOW_ACE
+        else:
+            self.ctx = card
+            twin = self.game.twin
+            if twin and ORDINARY[rank] and prev_top >= 0 and (
+                    prev_top == card if twin == 1 else RANK[prev_top] == rank):   # PY-6
+                self.phase = FOLLOW_UP
+                self.follow = FOLLOW_TWIN
+            else:
+                self._turn((p + d) % n, NORMAL)
+
+    def _draw_one(self) -> None:
+        """DRAW in NORMAL (voluntary, PY-8) or in FOLLOW_UP (no legal card, PY-5); then POST_DRAW."""
+        if not self._draw(self.current_player, 1):
+            return
+        self.phase = POST_DRAW
+        self.follow = NO_FOLLOW
+        self.drawn = True
+
+    def _take_penalty(self) -> None:
+        """PY-3: draw every pending card; the penalty draw is this turn's draw."""
+        k, self.pending = self.pending, 0
+        p = self.current_player
+        if not self._draw(p, k):
+            return
+        if self.game.lose_turn:
+            self._turn((p + self.direction) % self.num_players, NORMAL)
+        else:
+            self.phase = POST_DRAW
+            self.drawn = True
+
+    # ----- deal end and scoring (§3d) ---------------------------------------------------------------
+    def _muamele(self, q: int) -> list[int]:
+        """PY-11: blind draws for q's sevens, from the stock, then the reshuffled discard pile (chance)."""
+        todo = 3 * sum(1 for c in self.hands[q] if RANK[c] == SEVEN)
+        drawn = []
+        stock, discard = self.stock, self.discard
+        while todo > 0:
+            if not stock:
+                if len(discard) <= 1:
+                    break                               # both sources used up: the draws lapse
+                rest = discard[:-1]
+                del discard[:-1]
+                self.chance_rng.shuffle(rest)
+                stock.extend(rest)
+            c = stock.pop()
+            drawn.append(c)
+            todo -= 1
+            if RANK[c] == SEVEN:
+                todo += 3
+        self.muamele_cards[q] = drawn
+        return drawn
+
+    def _went_out(self, w: int, last: int) -> None:
+        s, n = self.settings, self.num_players
+        rank = RANK[last]
+        m = s.jack_out_multiplier if rank == JACK else s.seven_out_multiplier if rank == SEVEN else 1
+        hand_value = [sum(VALUE[c] for c in h) for h in self.hands]
+        mu_points = [0] * n
+        if s.muamele:
+            for k in range(1, n):
+                q = (w + k * self.direction) % n
+                mu_points[q] = sum(VALUE[c] for c in self._muamele(q))
+        mm = m if s.muamele_multiplied else 1
+        totals = [0 if q == w else m * hand_value[q] + mm * mu_points[q] for q in range(n)]
+        self._score(totals, hand_value, [m] * n, mu_points, w, last)
+
+    def _deal_exhausted(self) -> None:
+        """PY-10: everyone scores their hand, no multiplier (Muamele only with ``muamele_on_exhaustion``)."""
+        s, n = self.settings, self.num_players
+        hand_value = [sum(VALUE[c] for c in h) for h in self.hands]
+        mu_points = [0] * n
+        if s.muamele and s.muamele_on_exhaustion:
+            start = self.current_player
+            for k in range(n):
+                q = (start + k * self.direction) % n
+                mu_points[q] = sum(VALUE[c] for c in self._muamele(q))
+        totals = [hand_value[q] + mu_points[q] for q in range(n)]
+        self._score(totals, hand_value, [1] * n, mu_points, None, None)
+
+    def _score(self, totals, hand_value, mult, mu_points, winner, last) -> None:
+        n = self.num_players
+        breakdown = {
+            "hand_value": [0 if q == winner else hand_value[q] for q in range(n)],
+            "multiplier": mult,
+            "muamele_cards": [cards_str(m) for m in self.muamele_cards],
+            "muamele_points": mu_points,
+            "total": list(totals),
+            "went_out": [q == winner for q in range(n)],
+            "end": "went_out" if winner is not None else "stock_exhausted",
+            "last_card": card_str(last) if last is not None else None,
+        }
+        self.phase = DEAL_END
+        self.pending = 0
+        self._legal = None
+        self._end_deal(totals, breakdown)
+        if self.is_terminal:
+            self.current_player = None
+        else:
+            self.dealer = (self.dealer + 1) % n     # C-2
+            self._start_deal(None)
+
+    def _match_winners(self) -> list[int] | None:
+        """PY-12: the match ends after a deal in which someone reaches ``game_end_penalty``; the lowest
+        total wins and ties share."""
+        if max(self.scores) < self.settings.game_end_penalty:
+            return None
+        return self._best_sides(self.scores)
+
+    # ----- views ------------------------------------------------------------------------------------
+    def observation(self, seat: int) -> np.ndarray:
+        n = self.num_players
+        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        held = set()
+        for c in self.hands[seat]:                  # counts / 2 (two copies with two packs)
+            obs[c] = 1.0 if c in held else 0.5
+            held.add(c)
+        discard = self.discard
+        if discard:
+            top = discard[-1]
+            obs[52 + top] = 1.0
+            obs[105 + (self.ctx // 13 if IS_JACK[top] else 4)] = 1.0
+            obs[119:171] = self._discard_counts()
+        else:
+            obs[104] = 1.0
+            obs[109] = 1.0
+        if self.pending:
+            obs[110] = self.pending / 24
+        if self.phase < DEAL_END:
+            obs[111 + self.phase] = 1.0
+        if self.follow:
+            obs[115 + self.follow] = 1.0
+        if self.drawn:
+            obs[118] = 1.0
+        hands, scores, target = self.hands, self.scores, self.game.target
+        tail = [0.0] * 12                           # offsets 171..182
+        for k in range(1, n):
+            size = len(hands[(seat + k) % n])
+            tail[k - 1] = size / 30 if size < 30 else 1.0
+        size = len(self.stock)
+        tail[3] = size / 83 if size < 83 else 1.0
+        for k in range(n):
+            v = scores[(seat + k) % n] / target
+            tail[4 + k] = v if v < 10.0 else 10.0
+        tail[6 + n] = 1.0
+        tail[11] = self.direction
+        obs[171:] = tail
+        return obs
+
+    def _discard_counts(self) -> np.ndarray:
+        """Discard pile counts / 2, updated lazily: during a deal the pile only grows (a new deal or Muamele
+        replaces or shrinks it, and a clone has its own list, which all trigger a rebuild)."""
+        discard = self.discard
+        cache = self.__dict__.get("_dcache")
+        if cache is None or cache[0] is not discard or cache[1] > len(discard):
+            cache = self._dcache = [discard, 0, np.zeros(NUM_CARDS, dtype=np.float32)]
+        counts = cache[2]
+        for c in discard[cache[1]:]:
+            counts[c] += 0.5
+        cache[1] = len(discard)
+        return counts
+
+    def describe_action(self, action: int) -> str:
+        if 0 <= action < PLAY_J:
+            return card_str(action)
+        if action < DRAW:
+            k = action - PLAY_J
+            return f"{card_str(JACK_IDS[k >> 2])} names {SUIT_NAMES[k & 3]}"
+        if action == DRAW:
+            return "draw"
+        if action == PASS:
+            return "pass"
+        if action == TAKE_PENALTY:
+            return f"take {self.pending}"
+        raise ValueError(f"action {action} is outside 0..{NUM_ACTIONS - 1}")
+
+    def _action_aliases(self, action: int):
+        if action < PLAY_J:
+            return (f"play {card_str(action)}",)
+        if action < DRAW:
+            k = action - PLAY_J
+            j, d = card_str(JACK_IDS[k >> 2]), k & 3
+            return (f"{j} {SUIT_NAMES[d]}", f"{j} {SUITS[d]}", f"{j} {'♣♦♥♠'[d]}",
+                    f"play {j} names {SUIT_NAMES[d]}", f"{j} names {SUITS[d]}")
+        if action == TAKE_PENALTY:
+            return ("take", "take penalty", "take_penalty", f"take {self.pending} cards")
+        return ()
+
+    def clone(self) -> "PisYediliState":
+        st = object.__new__(type(self))
+        d = self.__dict__.copy()
+        d["hands"] = [h[:] for h in self.hands]
+        d["stock"] = self.stock[:]
+        d["discard"] = self.discard[:]
+        d["muamele_cards"] = [m[:] for m in self.muamele_cards]
+        d["rewards"] = self.rewards[:]
+        d["returns"] = self.returns[:]
+        d["scores"] = self.scores[:]
+        d["out"] = self.out[:]
+        d["winners"] = None if self.winners is None else self.winners[:]
+        d.pop("_dcache", None)
+        for name in ("deck_rng", "chance_rng"):
+            r = random.Random()
+            r.setstate(getattr(self, name).getstate())
+            d[name] = r
+        st.__dict__ = d
+        return st
+
+    def determinize(self, seat: int, rng: random.Random) -> "PisYediliState":
+        """Re-deal what ``seat`` cannot see: the other hands (sizes kept) and the stock order."""
+        st = self.clone()
+        others = [p for p in range(self.num_players) if p != seat]
+        pool = [c for p in others for c in st.hands[p]] + st.stock
+        rng.shuffle(pool)
+        i = 0
+        for p in others:
+            k = len(st.hands[p])
+            st.hands[p] = pool[i:i + k]
+            i += k
+        st.stock = pool[i:]
+        st._legal = None
+        return st
+
+    def to_dict(self) -> dict:
+        top = self.discard[-1] if self.discard else None
+        return {
+            "game": self.game.name,
+            "settings": self.settings.as_dict(),
+            "players": self.num_players,
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            "phase": PHASE_NAMES[self.phase],
+            "direction": self.direction,
+            "hands": [cards_str(sorted(h)) for h in self.hands],
+            "stock": cards_str(reversed(self.stock)),
+            "discard": cards_str(self.discard),
+            "top": card_str(top) if top is not None else None,
+            "named_suit": SUIT_NAMES[self.ctx // 13] if top is not None and IS_JACK[top] else None,
+            "pending": self.pending,
+            "follow_up": FOLLOW_NAMES[self.follow],
+            "drawn": self.drawn,
+            "first_round_left": self.first_round_left,
+            "muamele_cards": [cards_str(m) for m in self.muamele_cards],
+            "scores": list(self.scores),
+            "deals_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": self.winners,
+        }
+
+    def render(self, seat: int | None = None) -> str:
+        g = self.game
+        n = self.num_players
+        top = self.discard[-1] if self.discard else None
+        head = (f"Pis Yedili, {n} players ({g.packs} pack{'s' if g.packs > 1 else ''})"
+                f" | deal {self.deals_completed + 1} | dealer: player {self.dealer}"
+                f" | direction: {'+1' if self.direction > 0 else '-1'} | stock: {len(self.stock)}")
+        lines = [head]
+        if top is None:
+            lines.append("discard: empty")
+        else:
+            named = f", named suit {SUIT_NAMES[self.ctx // 13]}" if IS_JACK[top] else ""
+            lines.append(f"discard: {len(self.discard)} card(s), top {card_str(top)}{named}")
+        phase = PHASE_NAMES[self.phase]
+        if self.follow:
+            phase += f" (after {'an ace' if self.follow == FOLLOW_ACE else 'a twin'})"
+        extra = f" | pending penalty {self.pending}" if self.pending else ""
+        extra += " | has drawn" if self.drawn else ""
+        lines.append(f"phase: {phase}{extra}")
+        for p in range(n):
+            if seat is None or p == seat:
+                hand = " ".join(cards_str(sorted(self.hands[p])))
+            else:
+                hand = f"{len(self.hands[p])} card(s)"
+            lines.append(f"player {p} (penalty {self.scores[p]}): {hand}")
+        if self.is_terminal:
+            lines.append(f"match over; winners: {self.winners}")
+        else:
+            lines.append(f"to move: player {self.current_player}")
+        return "\n".join(lines)
+
+
+PisYediliGame.state_class = PisYediliState
