@@ -10,6 +10,7 @@ import sys
 #: subcommand -> (module in kahve.scripts, one-line help)
 COMMANDS = {
     "demo": ("demo", "play one random match and print it as a readable game record"),
+    "train": ("train", "train an agent from a YAML config (masked PPO or DQN, self-play, TensorBoard)"),
     "evaluate": ("evaluate", "play policy A against policy B with rotated seats and mirrored deals"),
     "league": ("league", "round robin of several policies with Bradley-Terry (Elo-scale) ratings"),
     "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),

@@ -1,0 +1,144 @@
+"""Shipped bots: one self-describing ONNX file per policy (DESIGN.md "Policies, bots, configs").
+
+The graph maps ``observation`` (float32, [batch, observation_size]) to ``logits`` ([batch, num_actions]):
+action logits for PPO, Q-values for DQN. The action mask is applied outside the graph, so any ONNX runtime
+(onnxruntime, the web, game engines) can run it. The file's metadata property ``kahve`` holds JSON: the game,
+the env version (observation layout), the settings it was trained under, sizes, algorithm, training steps and
+the evaluation summary.
+
+Loading needs only numpy and onnxruntime. A file for another game, another observation layout or space
+size, or a file that is not a kahve bot, is refused with a clear error; settings that do not shape the spaces
+(a different target score, say) only warn.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .mlp import MLP, masked_choice
+
+FORMAT = "kahve-bot"
+FORMAT_VERSION = 1
+#: settings whose change alters what an observation or action means, even at the same sizes
+SPACE_SETTINGS = ("players", "partnerships", "bet_levels", "card_selection", "min_bet", "max_bet")
+
+
+class BotFileError(ValueError):
+    """A bot file that cannot be used here."""
+
+
+def bot_metadata(game, algorithm: str, training_steps: int, evaluation: dict | None = None, **extra) -> dict:
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "game": game.name, "env_version": game.version,
+            "settings": game.settings.as_dict(), "observation_size": game.observation_size,
+            "num_actions": game.num_actions, "algorithm": algorithm, "training_steps": int(training_steps),
+            "evaluation": evaluation or {}, **extra}
+
+
+def export_onnx(mlp: MLP, path, metadata: dict) -> Path:
+    """Write ``mlp`` as an ONNX graph with ``metadata`` as JSON in the ``kahve`` metadata property."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    if mlp.input_size != metadata["observation_size"] or mlp.output_size != metadata["num_actions"]:
+        raise ValueError(f"network {mlp.input_size}->{mlp.output_size} does not fit the game's "
+                         f"{metadata['observation_size']}->{metadata['num_actions']}")
+    nodes, inits = [], []
+    h = "observation"
+    last = len(mlp.weights) - 1
+    for k, (w, b) in enumerate(zip(mlp.weights, mlp.biases)):
+        inits += [numpy_helper.from_array(w, f"w{k}"), numpy_helper.from_array(b, f"b{k}")]
+        out = "logits" if k == last else f"z{k}"
+        nodes.append(helper.make_node("Gemm", [h, f"w{k}", f"b{k}"], [out], transB=1))
+        if k < last:
+            nodes.append(helper.make_node("Tanh" if mlp.activation == "tanh" else "Relu", [out], [f"h{k}"]))
+            h = f"h{k}"
+    graph = helper.make_graph(
+        nodes, f"kahve_{metadata['game']}",
+        [helper.make_tensor_value_info("observation", TensorProto.FLOAT, ["batch", mlp.input_size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", mlp.output_size])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="kahve")
+    model.ir_version = 8
+    helper.set_model_props(model, {"kahve": json.dumps(metadata)})
+    onnx.checker.check_model(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
+
+
+class Bot:
+    """A loaded bot file as a Policy: ``act(observation, action_mask, state=None)``."""
+
+    def __init__(self, session, metadata: dict, path: str, temperature: float = 0.0, seed: int | None = None):
+        self.session = session
+        self.metadata = metadata
+        self.path = path
+        self.temperature = temperature
+        self.rng = np.random.default_rng(seed)
+        self.name = Path(path).stem
+
+    @classmethod
+    def read_metadata(cls, path) -> tuple[object, dict]:
+        import onnxruntime as ort
+        path = str(path)
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no bot file at {path}")
+        try:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+            session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            meta = json.loads(session.get_modelmeta().custom_metadata_map["kahve"])
+        except Exception as err:  # onnxruntime raises its own exception types for unreadable files
+            raise BotFileError(f"{path} is not a readable kahve bot file ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200] if str(err) else 'no details'})") from None
+        if meta.get("format") != FORMAT:
+            raise BotFileError(f"{path} is an ONNX file but not a kahve bot (no kahve metadata)")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise BotFileError(f"{path} has bot format version {meta.get('format_version')}; this kahve reads "
+                               f"version {FORMAT_VERSION}")
+        return session, meta
+
+    @classmethod
+    def load(cls, path, game=None, temperature: float = 0.0, seed: int | None = None) -> "Bot":
+        """Load a bot file; with ``game`` (a Game object), check that the bot fits it."""
+        session, meta = cls.read_metadata(path)
+        if game is not None:
+            check_fits(meta, game, str(path))
+        return cls(session, meta, str(path), temperature, seed)
+
+    def reset(self) -> None:
+        pass
+
+    def logits(self, observation) -> np.ndarray:
+        x = np.asarray(observation, dtype=np.float32).reshape(1, -1)
+        return self.session.run(["logits"], {"observation": x})[0][0]
+
+    def act(self, observation, action_mask, state=None) -> int:
+        return masked_choice(self.logits(observation), action_mask, self.temperature, self.rng)
+
+
+def check_fits(meta: dict, game, path: str = "bot") -> None:
+    if meta["game"] != game.name:
+        raise BotFileError(f"{path} is a bot for {meta['game']}, not {game.name}")
+    if meta["env_version"] != game.version:
+        raise BotFileError(f"{path} was trained on {meta['game']} v{meta['env_version']}; this kahve has "
+                           f"v{game.version}, whose observations or actions differ: retrain or use a matching kahve")
+    if (meta["observation_size"], meta["num_actions"]) != (game.observation_size, game.num_actions):
+        raise BotFileError(f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} "
+                           f"actions; these settings give {game.observation_size} and {game.num_actions}")
+    trained = meta.get("settings", {})
+    shaping = [k for k in SPACE_SETTINGS if k in trained and trained[k] != game.settings.get(k, trained[k])]
+    if shaping:
+        raise BotFileError(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in shaping)
+                           + "; these settings change what observations and actions mean (here "
+                           + ", ".join(f"{k}={game.settings[k]!r}" for k in shaping) + ")")
+    other = [k for k in trained if k in game.settings and trained[k] != game.settings[k]
+             and k not in ("episode", "reward", "skip_single_choice")]
+    if other:
+        warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in other)
+                      + "; playing with " + ", ".join(f"{k}={game.settings[k]!r}" for k in other), stacklevel=3)

@@ -1,0 +1,239 @@
+"""Pis Yedili heuristic: how a sensible player sheds, from their own hand and the table (RULES.md §3).
+
+Points are penalties (lower is better): a card left in hand costs its value (J 25, A 11, 10/Q/K 10, 2-9 face
+value, so a 7 is 7) when someone goes out, times 2 if they went out on a J and 3 on a 7, and every 7 left in
+hand also costs a blind Muamele draw of 3 cards. The rules, in order of priority:
+
+1. Go out whenever the last card can be played (the only card a player may never go out on is an A).
+2. Facing a pending 7, answer it with a 7 whenever one is held (the one of the suit held most); take the
+   penalty only without one.
+3. Prefer playing to drawing, and after a voluntary draw play whatever is legal; pass only with nothing to
+   play. The one exception: with jacks as the only legal cards and a hand of more than a few cards, draw
+   first (a J is the wild card that saves a later turn).
+4. Shed the most expensive cards first: the score of a play grows with the card's penalty value, and a 7
+   also counts its Muamele risk (a 7 kept is the costliest card when someone goes out).
+5. A 7 is also an attack: the next player must answer or draw the pending cards, so it is played readily,
+   but the last 7 is kept, while the next player may still hold one, to answer a 7 aimed back at us.
+6. Keep jacks as wild cards: a J is played only to go out or when nothing else (but a draw) will do. Its
+   named suit is the one the rest of the hand is worth most in (value-weighted count), preferring suits
+   with few unseen cards left, which the next player is less likely to follow.
+7. Play an A (every other player draws 1) when there is a follow-up card to play after it: a card of its
+   suit or rank, or a J. With two cards left an A goes first, as it can never be the last card. A twin (an
+   ordinary card on its identical twin, two packs) is played the same way, for the extra turn.
+8. Plan the last card: with two cards left keep a J (x2, and playable on anything) or a 7 (x3) for last,
+   and never keep an A for last.
+9. Keep suit control: prefer cards whose suit (or rank) the rest of the hand holds more of, so there is
+   something to follow with; and block: prefer cards the next player is unlikely to follow (few unseen cards
+   of that suit or rank), the more so the closer they are to going out.
+10. With the bounce rule (3+ players) a 10 sends the next turn back to the previous player: play it when the
+    next player is close to going out and the previous one is not.
+11. Round 1 (any club 2-6, 8, 9, Q, K): shed the most valuable one.
+
+Only what the seat knows is read: its hand, the discard pile (so the unseen cards: neither in the hand nor in
+the pile), the top card and named suit, the pending penalty, the phase, hand sizes, the stock size and the
+direction; never the other hands or the stock order.
+"""
+
+from __future__ import annotations
+
+from kahve.envs.core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
+from kahve.envs.pis_yedili.rules import (DRAW, FACING_SEVEN, FIRST_ROUND, JACK_IDS, MATCH, ORDINARY, PASS,
+                                         PLAY_J, POST_DRAW, RANK, TAKE_PENALTY, VALUE)
+
+from .base import ScoredHeuristic
+
+MEAN_VALUE = 440 / 52                  # the mean penalty value of a card
+
+# weights (points of penalty, roughly)
+W_VALUE = 1.0                          # rule 4: per point of value shed
+SEVEN_MUAMELE = 6.0                    # rule 4: extra cost of a 7 kept (Muamele risk)
+SEVEN_ATTACK = 12.0                    # rule 5: the next player likely draws 3
+KEEP_LAST_SEVEN = 10.0                 # rule 5: cost of giving up the last 7 while one may be aimed at us
+JACK_DRAW_HAND = 3                     # rule 3: with more cards than this, draw rather than play a lone J
+ACE_PER_PLAYER = 5.0                   # rule 7: each other player draws one card
+FOLLOW_OK = 10.0                       # rule 7: a follow-up play is ready (an extra card shed)
+FOLLOW_MISS = 10.0                     # rule 7: no follow-up: a forced draw
+LAST_J = 20.0                          # rule 8
+LAST_7 = 10.0                          # rule 8
+LAST_A = 60.0                          # rule 8
+W_SUIT = 2.0                           # rule 9: per other card of the played card's suit kept
+W_RANK = 1.5                           # rule 9: per other card of its rank kept
+W_BLOCK = 6.0                          # rule 9: the next player cannot follow (times urgency)
+W_NAME_VALUE = 0.3                     # rule 6: per point of value held in the named suit
+W_NAME_COUNT = 3.0                     # rule 6: per card held in the named suit
+W_BOUNCE = 6.0                         # rule 10
+
+# tiers (rules 1-3, 6): going out > answering a 7 > any other card > a J (small hand) > a draw > a J (big
+# hand) > a pass or taking the penalty; each tier's own terms stay well inside its band
+OUT = 100_000.0
+ANSWER = 10_000.0
+PLAY_BASE = 1_000.0
+JACK_SMALL = 600.0
+DRAW_SCORE = 400.0
+JACK_BIG = 200.0
+
+
+class _View:
+    """What the seat knows, computed once per decision."""
+
+    __slots__ = ("seat", "hand", "n", "next_size", "prev_size", "unseen", "unseen_suit", "unseen_rank",
+                 "unseen_jacks", "pool", "suit_count", "suit_value", "rank_count", "sevens", "jacks")
+
+    def __init__(self, state):
+        seat = state.current_player
+        n = state.num_players
+        d = state.direction
+        hand = state.hands[seat]
+        packs = state.game.packs
+        self.seat, self.hand, self.n = seat, hand, n
+        self.next_size = len(state.hands[(seat + d) % n])
+        self.prev_size = len(state.hands[(seat - d) % n])
+        unseen = [packs] * NUM_CARDS
+        for c in hand:
+            unseen[c] -= 1
+        for c in state.discard:
+            unseen[c] -= 1
+        self.unseen = unseen
+        us, ur = [0] * 4, [0] * 13
+        for c in range(NUM_CARDS):
+            k = unseen[c]
+            if k:
+                us[c // 13] += k
+                ur[c % 13] += k
+        self.unseen_jacks = ur[JACK]
+        for s in range(4):
+            us[s] -= unseen[13 * s + JACK]
+        self.unseen_suit, self.unseen_rank = us, ur
+        self.pool = sum(ur)
+        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
+        for c in hand:
+            rc[c % 13] += 1
+            if c % 13 != JACK:
+                sc[c // 13] += 1
+                sv[c // 13] += VALUE[c]
+        self.suit_count, self.suit_value, self.rank_count = sc, sv, rc
+        self.sevens = rc[SEVEN]
+        self.jacks = rc[JACK]
+
+    def p_no_follow(self, k: int) -> float:
+        """Chance that the next player holds none of k given unseen cards (their hand drawn from the pool)."""
+        pool, h = self.pool, self.next_size
+        if k <= 0:
+            return 1.0
+        if h + k > pool:
+            return 0.0
+        p = 1.0
+        for i in range(h):
+            p *= (pool - k - i) / (pool - i)
+        return p
+
+    def p_next_holds(self, rank: int) -> float:
+        return 1.0 - self.p_no_follow(self.unseen_rank[rank])
+
+    def urgency(self) -> float:
+        """How much blocking the next player matters: more as their hand shrinks."""
+        h = self.next_size
+        return 3.0 if h <= 1 else 2.0 if h == 2 else 1.0 if h <= 4 else 0.4
+
+
+class Heuristic(ScoredHeuristic):
+
+    def __init__(self, game, seed: int | None = None):
+        super().__init__(game, seed)
+        self._view = None
+        self._view_state = None
+
+    def act(self, observation, action_mask, state=None) -> int:
+        if state is not None:
+            self._view_state, self._view = state, None
+        try:
+            return super().act(observation, action_mask, state)
+        finally:
+            self._view_state, self._view = None, None
+
+    def _get_view(self, state) -> _View:
+        if self._view_state is state:
+            if self._view is None:
+                self._view = _View(state)
+            return self._view
+        return _View(state)
+
+    def score(self, state, action: int) -> float:
+        v = self._get_view(state)
+        hand = v.hand
+        phase = state.phase
+        if action == TAKE_PENALTY:
+            return 0.0
+        if action == PASS:
+            return 0.0
+        if action == DRAW:
+            return DRAW_SCORE
+        if action >= PLAY_J:
+            k = action - PLAY_J
+            return self._jack(state, v, JACK_IDS[k >> 2], k & 3)
+        card = action
+        rank = RANK[card]
+        if len(hand) == 1:                                   # rule 1
+            return OUT + (100.0 * state.settings.seven_out_multiplier if rank == SEVEN else 0.0)
+        if phase == FACING_SEVEN:                            # rule 2
+            return ANSWER + v.suit_count[card // 13]
+        if phase == FIRST_ROUND:                             # rule 11
+            return VALUE[card] + W_RANK * (v.rank_count[rank] - 1)
+        return self._play(state, v, card, rank)
+
+    # ----- a non-jack card ----------------------------------------------------------------------------
+    def _play(self, state, v: _View, card: int, rank: int) -> float:
+        hand = v.hand
+        s = PLAY_BASE + W_VALUE * VALUE[card]
+        suit = card // 13
+        if rank == SEVEN:                                    # rules 4, 5
+            s += SEVEN_MUAMELE + SEVEN_ATTACK * v.p_no_follow(v.unseen_rank[SEVEN])
+            if v.sevens == 1:
+                s -= KEEP_LAST_SEVEN * v.p_next_holds(SEVEN)
+        follow = False
+        if rank == ACE:                                      # rule 7
+            s += ACE_PER_PLAYER * (v.n - 1)
+            follow = True
+        elif ORDINARY[rank] and state.discard and state.game.twin and (
+                state.discard[-1] == card if state.game.twin == 1 else RANK[state.discard[-1]] == rank):
+            follow = True
+        if follow:
+            rest = list(hand)
+            rest.remove(card)
+            ok = MATCH[card]
+            nxt = [c for c in rest if RANK[c] == JACK or (ok[c] and not (len(rest) == 1 and RANK[c] == ACE))]
+            if nxt:
+                s += FOLLOW_OK
+                if len(rest) == 1:                           # the follow-up goes out
+                    s += OUT / 2
+            else:
+                s -= FOLLOW_MISS
+        if rank == TEN and state.game.bounce and v.n > 2:    # rule 10
+            s += W_BOUNCE * (max(0, 4 - v.next_size) - max(0, 4 - v.prev_size))
+        if len(hand) == 2:                                   # rule 8
+            last = hand[0] if hand[1] == card else hand[1]
+            lr = RANK[last]
+            s += LAST_J if lr == JACK else LAST_7 if lr == SEVEN else -LAST_A if lr == ACE else 0.0
+        # rule 9: suit control and blocking
+        s += W_SUIT * (v.suit_count[suit] - 1) + W_RANK * (v.rank_count[rank] - 1)
+        k = v.unseen_suit[suit] + v.unseen_rank[rank] - v.unseen[card] + v.unseen_jacks
+        s += W_BLOCK * v.urgency() * v.p_no_follow(k)
+        return s
+
+    # ----- a jack -------------------------------------------------------------------------------------
+    def _jack(self, state, v: _View, jack: int, named: int) -> float:
+        hand = v.hand
+        if len(hand) == 1:                                   # rule 1
+            return OUT + 100.0 * state.settings.jack_out_multiplier
+        big = state.phase != POST_DRAW and len(hand) > JACK_DRAW_HAND     # rule 3: then draw first
+        s = JACK_BIG if big else JACK_SMALL
+        if len(hand) == 2:
+            last = hand[0] if hand[1] == jack else hand[1]
+            if RANK[last] == ACE:
+                s -= LAST_A
+            elif RANK[last] == JACK:
+                s += LAST_J
+        # rule 6: the named suit
+        s += W_NAME_VALUE * v.suit_value[named] + W_NAME_COUNT * v.suit_count[named]
+        s += W_BLOCK * v.urgency() * v.p_no_follow(v.unseen_suit[named] + v.unseen_jacks)
+        return s

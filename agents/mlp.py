@@ -1,0 +1,125 @@
+"""A trained network as plain arrays: the one representation shared by self-play snapshots, export and bots.
+
+An :class:`MLP` is a list of dense layers (weights, biases) with one activation between them, mapping an
+observation to action logits (PPO) or Q-values (DQN). It is extracted from a stable-baselines3 model, runs in
+numpy (self-play opponents in worker processes need neither torch nor SB3), saves to ``.npz`` (no pickle), and
+converts to an ONNX graph for shipping (:mod:`.bot`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ACTIVATIONS = {
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+class MLP:
+    def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], activation: str):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+        if len(weights) != len(biases) or not weights:
+            raise ValueError("an MLP needs as many bias vectors as weight matrices, and at least one layer")
+        for k, (w, b) in enumerate(zip(weights, biases)):
+            if w.ndim != 2 or b.shape != (w.shape[0],):
+                raise ValueError(f"layer {k}: weights {w.shape} and biases {b.shape} do not fit")
+            if k and w.shape[1] != weights[k - 1].shape[0]:
+                raise ValueError(f"layer {k} takes {w.shape[1]} inputs but layer {k - 1} gives {weights[k - 1].shape[0]}")
+        self.weights = [np.asarray(w, dtype=np.float32) for w in weights]   # (out, in), as torch stores them
+        self.biases = [np.asarray(b, dtype=np.float32) for b in biases]
+        self.activation = activation
+        self._act = ACTIVATIONS[activation]
+
+    @property
+    def input_size(self) -> int:
+        return self.weights[0].shape[1]
+
+    @property
+    def output_size(self) -> int:
+        return self.weights[-1].shape[0]
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        h = np.asarray(x, dtype=np.float32)
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = h @ w.T + b
+            if k < last:
+                h = self._act(h)
+        return h
+
+    # ----- files: npz, never pickle ------------------------------------------------------------------
+    def to_arrays(self) -> dict:
+        out = {"activation": np.array(self.activation)}
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            out[f"w{k}"], out[f"b{k}"] = w, b
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "MLP":
+        n = sum(1 for k in arrays if str(k).startswith("w"))
+        return cls([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
+                   str(arrays["activation"]))
+
+    def save(self, path) -> None:
+        np.savez(path, **self.to_arrays())
+
+    @classmethod
+    def load(cls, path) -> "MLP":
+        with np.load(path, allow_pickle=False) as f:
+            return cls.from_arrays({k: f[k] for k in f.files})
+
+    # ----- from stable-baselines3 ---------------------------------------------------------------------
+    @classmethod
+    def from_sb3(cls, model) -> "MLP":
+        """The action head of a MaskablePPO (logits) or DQN (Q-values) MlpPolicy."""
+        import torch.nn as nn
+        policy = model.policy
+        if hasattr(policy, "q_net"):                       # DQN: q_net.q_net is Linear/act/.../Linear
+            modules = list(policy.q_net.q_net)
+        else:                                              # PPO: shared extractor -> policy_net -> action_net
+            modules = list(policy.mlp_extractor.policy_net) + [policy.action_net]
+        weights, biases, activation = [], [], None
+        for m in modules:
+            if isinstance(m, nn.Linear):
+                weights.append(m.weight.detach().cpu().numpy().copy())
+                biases.append(m.bias.detach().cpu().numpy().copy())
+            elif isinstance(m, nn.Tanh):
+                activation = "tanh"
+            elif isinstance(m, nn.ReLU):
+                activation = "relu"
+            else:
+                raise ValueError(f"cannot export layer {type(m).__name__}; kahve exports Linear/Tanh/ReLU MLPs")
+        return cls(weights, biases, activation or "tanh")
+
+
+def masked_choice(scores: np.ndarray, mask: np.ndarray, temperature: float = 0.0, rng=None) -> int:
+    """The best legal action (temperature 0) or a sample from softmax(scores / temperature) over legal ones."""
+    legal = np.flatnonzero(mask)
+    if len(legal) == 0:
+        raise ValueError("no legal action in the mask")
+    s = np.asarray(scores, dtype=np.float64)[legal]
+    if temperature <= 0:
+        return int(legal[int(np.argmax(s))])
+    z = (s - s.max()) / temperature
+    p = np.exp(z)
+    p /= p.sum()
+    rng = rng if rng is not None else np.random.default_rng()
+    return int(legal[rng.choice(len(legal), p=p)])
+
+
+class NetworkPolicy:
+    """A :class:`MLP` as a Policy: masked argmax, or sampling with a temperature."""
+
+    def __init__(self, mlp: MLP, temperature: float = 0.0, seed: int | None = None, name: str = "network"):
+        self.mlp = mlp
+        self.temperature = temperature
+        self.rng = np.random.default_rng(seed)
+        self.name = name
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, observation, action_mask, state=None) -> int:
+        return masked_choice(self.mlp.forward(observation), action_mask, self.temperature, self.rng)

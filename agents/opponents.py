@@ -1,0 +1,88 @@
+"""Weighted pools of opponents for training: baselines by spec, and frozen snapshots of the learner.
+
+An entry is ``(spec, weight)``, where spec is a policy spec string (``random``, ``heuristic``,
+``ismcts:50``, a bot file) or a :class:`~.mlp.MLP` snapshot of the learner. Each episode draws one entry
+per opponent side with probability proportional to its weight. Policies are built once per process and
+cached; a pool is plain data, so it travels to ``SubprocVecEnv`` workers and into checkpoints (as ``.npz``
+snapshots and a JSON list, never a pickle).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .mlp import MLP, NetworkPolicy
+from .policy import make_policy
+
+
+class OpponentPool:
+    def __init__(self, entries: list[tuple[object, float]]):
+        if not entries:
+            raise ValueError("an opponent pool needs at least one entry")
+        for spec, weight in entries:
+            if not (isinstance(spec, (str, MLP))):
+                raise ValueError(f"an opponent is a policy spec or a snapshot, not {spec!r}")
+            if not weight > 0:
+                raise ValueError(f"opponent {spec!r}: weight must be positive, got {weight!r}")
+        self.entries = list(entries)
+        self._cache: dict[int, object] = {}
+
+    def __getstate__(self):
+        return {"entries": self.entries}
+
+    def __setstate__(self, state):
+        self.entries = state["entries"]
+        self._cache = {}
+
+    def names(self) -> list[str]:
+        out, k = [], 0
+        for spec, _ in self.entries:
+            if isinstance(spec, MLP):
+                out.append(f"snapshot_{k}")
+                k += 1
+            else:
+                out.append(spec)
+        return out
+
+    def draw(self, rng, game):
+        """One opponent policy, drawn by weight with ``rng`` (a ``random.Random``)."""
+        weights = [w for _, w in self.entries]
+        k = rng.choices(range(len(self.entries)), weights=weights)[0]
+        if k not in self._cache:
+            spec = self.entries[k][0]
+            seed = rng.getrandbits(32)
+            self._cache[k] = (NetworkPolicy(spec, seed=seed, name=f"snapshot_{k}") if isinstance(spec, MLP)
+                              else make_policy(spec, game, seed))
+        return self._cache[k]
+
+    def with_snapshot(self, mlp: MLP, weight: float, max_snapshots: int) -> "OpponentPool":
+        """A new pool with ``mlp`` added; the oldest snapshots beyond ``max_snapshots`` are dropped."""
+        entries = self.entries + [(mlp, weight)]
+        snaps = [i for i, (s, _) in enumerate(entries) if isinstance(s, MLP)]
+        drop = set(snaps[:max(0, len(snaps) - max_snapshots)])
+        return OpponentPool([e for i, e in enumerate(entries) if i not in drop])
+
+    # ----- files -------------------------------------------------------------------------------------
+    def save(self, folder) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        listing, k = [], 0
+        for spec, weight in self.entries:
+            if isinstance(spec, MLP):
+                name = f"snapshot_{k}.npz"
+                spec.save(folder / name)
+                listing.append({"snapshot": name, "weight": weight})
+                k += 1
+            else:
+                listing.append({"policy": spec, "weight": weight})
+        (folder / "pool.json").write_text(json.dumps(listing, indent=1))
+
+    @classmethod
+    def load(cls, folder) -> "OpponentPool":
+        folder = Path(folder)
+        entries = []
+        for item in json.loads((folder / "pool.json").read_text()):
+            spec = MLP.load(folder / item["snapshot"]) if "snapshot" in item else item["policy"]
+            entries.append((spec, float(item["weight"])))
+        return cls(entries)

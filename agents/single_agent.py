@@ -1,0 +1,132 @@
+"""A single-agent Gymnasium view of any game, for stable-baselines3.
+
+The learner owns one side of the table (in partnerships both seats of its side); the opponents act inside
+``step()``, so a trajectory holds only the learner's own observations, actions and rewards (no mixing of
+viewpoints, STYLE.md). The side rotates from episode to episode, so the learner plays every seat. The reward
+is the learner's own, per the game's ``reward`` setting. ``action_masks()`` is a method of the env, so
+sb3-contrib's masking works through ``SubprocVecEnv`` too, and ``info["action_mask"]`` carries the mask of the
+returned observation (the masked DQN stores it for its bootstrap target).
+
+Opponents come from an :class:`~.opponents.OpponentPool`: each episode draws one policy per opponent side.
+"""
+
+from __future__ import annotations
+
+import random
+
+import gymnasium as gym
+import numpy as np
+
+from kahve import envs
+
+from .opponents import OpponentPool
+
+
+class LearnerEnv(gym.Env):
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, game: str, settings: dict | None = None, pool: OpponentPool | None = None,
+                 seed: int | None = None, render_mode: str | None = None):
+        self.game = envs.game_class(game)(**(settings or {}))
+        g = self.game
+        self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), np.float32)
+        self.action_space = gym.spaces.Discrete(g.num_actions)
+        self.pool = pool or OpponentPool([("random", 1.0)])
+        self.render_mode = render_mode
+        self._rng = random.Random(seed)
+        self._episodes = 0
+        self.state = None
+        self.learner_side = 0
+        self._opponents: list = []
+
+    # ----- opponents ---------------------------------------------------------------------------------
+    def set_pool(self, pool: OpponentPool) -> None:
+        """Replace the opponent pool (e.g. when self-play adds a snapshot); applies from the next episode."""
+        self.pool = pool
+
+    def get_pool(self) -> OpponentPool:
+        return self.pool
+
+    def get_rng_state(self) -> dict:
+        """JSON-able random state (for checkpoints)."""
+        v, internal, g = self._rng.getstate()
+        return {"episodes": self._episodes, "rng": [v, list(internal), g]}
+
+    def set_rng_state(self, state: dict) -> None:
+        v, internal, g = state["rng"]
+        self._rng.setstate((v, tuple(internal), g))
+        self._episodes = state["episodes"]
+
+    def _advance(self) -> float:
+        """Let the opponents play until the learner is to move or the episode is over; return the
+        learner's reward collected meanwhile."""
+        st, g = self.state, self.game
+        reward = 0.0
+        mine = self._my_seat
+        while st.current_player is not None and g.sides[st.current_player] != self.learner_side:
+            seat = st.current_player
+            policy = self._opponents[g.sides[seat]]
+            st.apply(policy.act(st.observation(seat), st.legal_mask(), st))
+            reward += st.rewards[mine]
+            if st.out[mine]:
+                break
+        return reward
+
+    @property
+    def _my_seat(self) -> int:
+        """The learner's seat to observe: the one to move if it is the learner's, else its first seat."""
+        st, g = self.state, self.game
+        if st is not None and st.current_player is not None and g.sides[st.current_player] == self.learner_side:
+            return st.current_player
+        return g.sides.index(self.learner_side)
+
+    def _done(self) -> tuple[bool, bool]:
+        st = self.state
+        if st.out[self._my_seat]:
+            return True, False
+        return st.terminal, st.truncated
+
+    # ----- gymnasium API ------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._rng = random.Random(seed)
+        g = self.game
+        self.learner_side = self._episodes % g.num_sides
+        self._episodes += 1
+        self._opponents = [None if side == self.learner_side else self.pool.draw(self._rng, g)
+                           for side in range(g.num_sides)]
+        for p in self._opponents:
+            if p is not None and hasattr(p, "reset"):
+                p.reset()
+        self.state = g.new_state(self._rng.getrandbits(64), (options or {}).get("deck"))
+        self._advance()
+        obs = self.state.observation(self._my_seat)
+        return obs, {"action_mask": self.action_masks()}
+
+    def step(self, action):
+        st = self.state
+        seat = st.current_player
+        st.apply(int(action))
+        reward = st.rewards[seat]
+        if not st.is_terminal and not st.out[seat]:
+            reward += self._advance()
+        terminated, truncated = self._done()
+        obs = st.observation(self._my_seat)
+        info = {"action_mask": self.action_masks()}
+        if terminated or truncated:
+            info["winners"] = st.winners
+            info["learner_side"] = self.learner_side
+            info["won"] = bool(st.winners) and self.learner_side in {self.game.sides[w] for w in st.winners}
+        return obs, float(reward), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        st = self.state
+        if st.current_player is None or self.game.sides[st.current_player] != self.learner_side:
+            mask = np.zeros(self.game.num_actions, dtype=bool)
+            mask[0] = True                   # never used to act; SB3 needs one legal entry per row
+            return mask
+        return st.legal_mask()
+
+    def render(self):
+        return self.state.render(self._my_seat)

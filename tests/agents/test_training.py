@@ -1,0 +1,227 @@
+"""Training: config validation, the single-agent view, masked DQN, smoke runs, resume, and learning Ish's
+known optimum (issue: training from config files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+
+from kahve import envs
+from kahve.agents import config as config_mod
+from kahve.agents.dqn import masked_max, masked_td_target
+from kahve.agents.opponents import OpponentPool
+from kahve.agents.single_agent import LearnerEnv
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "configs").glob("*/*.yaml"))
+TINY = ["total_timesteps=256", "n_envs=2", "vec_env=dummy", "ppo.n_steps=64", "ppo.batch_size=64",
+        "dqn.learning_starts=64", "dqn.buffer_size=1000", "evaluation.games=2", "evaluation.every=0",
+        "evaluation.workers=1", "checkpoint_every=128", "opponents.self_play.every=0"]
+
+
+# ----- config validation ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("raw,match", [
+    ({}, "'game' is required"),
+    ({"game": "chess"}, "config key 'game': 'chess' is not allowed"),
+    ({"game": "pishti", "algoritm": "ppo"}, "unknown config key 'algoritm' \\(did you mean 'algorithm'\\?\\)"),
+    ({"game": "pishti", "ppo": {"n_step": 5}}, "unknown config key 'ppo.n_step'"),
+    ({"game": "pishti", "ppo": {"n_steps": "many"}}, "'ppo.n_steps': expected int, got 'many'"),
+    ({"game": "pishti", "ppo": {"learning_rate": 5.0}}, "'ppo.learning_rate': 5.0 is out of range"),
+    ({"game": "pishti", "n_envs": 0}, "'n_envs': 0 is out of range"),
+    ({"game": "pishti", "settings": {"players": 3}}, "'settings': setting 'players': 3"),
+    ({"game": "pishti", "settings": {"colour": 1}}, "'settings': unknown setting 'colour'"),
+    ({"game": "pishti", "opponents": {"pool": [{"policy": "randm"}]}}, "opponents.pool\\[0\\].policy.*randm"),
+    ({"game": "pishti", "opponents": {"pool": [{"policy": "random", "weight": 0}]}}, "weight': expected a positive"),
+    ({"game": "pishti", "network": {"hidden": []}}, "network.hidden"),
+    ({"game": "pishti", "ppo": {"batch_size": 4096, "n_steps": 64}, "n_envs": 2}, "larger than one rollout"),
+    ({"game": "pishti", "evaluation": {"opponents": ["ismcts:0"]}}, "evaluation.opponents\\[0\\]"),
+    ({"game": "pishti", "ppo": []}, "'ppo': expected a mapping"),
+])
+def test_config_errors_name_the_key(raw, match):
+    with pytest.raises(ValueError, match=match):
+        config_mod.resolve(raw)
+
+
+def test_config_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("game: [unclosed")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        config_mod.load(bad)
+    bad.write_text("- a list")
+    with pytest.raises(ValueError, match="a config is a mapping"):
+        config_mod.load(bad)
+    with pytest.raises(FileNotFoundError):
+        config_mod.load(tmp_path / "missing.yaml")
+    with pytest.raises(ValueError, match="key=value"):
+        config_mod.apply_overrides({}, ["nonsense"])
+
+
+def test_overrides_and_defaults():
+    cfg = config_mod.resolve(config_mod.apply_overrides({"game": "pishti"}, ["ppo.learning_rate=1e-4",
+                                                                              "settings.players=2", "seed=3"]))
+    assert cfg["ppo"]["learning_rate"] == 1e-4 and cfg["settings"] == {"players": 2}
+    assert cfg["output"] == "runs/pishti_ppo_3" and cfg["dqn"]["gamma"] == 0.99
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[f"{p.parent.name}/{p.name}" for p in CONFIGS])
+def test_shipped_configs_are_valid(path):
+    cfg = config_mod.load(path)
+    assert cfg["game"] == path.parent.name and cfg["algorithm"] == path.stem
+
+
+def test_every_game_ships_ppo_and_dqn_configs():
+    have = {(p.parent.name, p.stem) for p in CONFIGS}
+    assert {(g, a) for g in envs.GAMES for a in ("ppo", "dqn")} <= have
+
+
+# ----- the single-agent view --------------------------------------------------------------------------------
+@pytest.mark.parametrize("game,settings", [("pishti", dict(players=4, partnerships=True, episode="deal")),
+                                           ("pishti", dict(players=2, episode="deal")),
+                                           ("ish", dict(players=3, bankroll=5, max_rounds=10))])
+def test_learner_env_masks_sides_and_rewards(game, settings):
+    env = LearnerEnv(game, settings, OpponentPool([("random", 1.0)]), seed=0)
+    g = env.game
+    rng = np.random.default_rng(0)
+    sides_seen = set()
+    for episode in range(2 * g.num_sides):
+        obs, info = env.reset()
+        sides_seen.add(env.learner_side)
+        total, done = 0.0, False
+        while not done:
+            st = env.state
+            assert g.sides[st.current_player] == env.learner_side       # the learner only acts for its side
+            mask = env.action_masks()
+            assert np.array_equal(mask, st.legal_mask()) and np.array_equal(info["action_mask"], mask)
+            assert np.array_equal(obs, st.observation(st.current_player))
+            obs, r, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+            total += r
+            done = term or trunc
+        seat = g.sides.index(env.learner_side)
+        assert total == pytest.approx(env.state.returns[seat])         # its own reward, nothing else
+    assert sides_seen == set(range(g.num_sides))                         # the side rotates
+
+
+def test_learner_env_is_seeded_and_its_observations_fit_the_space():
+    a, b = LearnerEnv("pishti", dict(players=2, episode="deal")), LearnerEnv("pishti", dict(players=2, episode="deal"))
+    for env in (a, b):
+        env.reset(seed=4)
+    assert a.state.to_dict() == b.state.to_dict()
+    obs, _ = a.reset(seed=5)
+    assert a.observation_space.contains(obs) and a.action_space.n == 52
+    with pytest.raises(ValueError, match="illegal action"):       # an illegal action is refused, never replaced
+        a.step(int(np.flatnonzero(~a.action_masks())[0]))
+
+
+# ----- masked DQN --------------------------------------------------------------------------------------------
+def test_masked_target_differs_from_the_unmasked_one():
+    # next state: action 0 legal with Q=1, action 1 illegal with Q=5. The true target uses Q=1.
+    next_q = th.tensor([[1.0, 5.0], [2.0, -3.0]])
+    masks = th.tensor([[True, False], [False, True]])
+    rewards = th.tensor([[0.5], [1.0]])
+    dones = th.tensor([[0.0], [1.0]])
+    target = masked_td_target(rewards, dones, next_q, masks, 0.9)
+    assert target[0, 0].item() == pytest.approx(0.5 + 0.9 * 1.0)
+    unmasked = rewards + (1 - dones) * 0.9 * next_q.max(dim=1).values.reshape(-1, 1)
+    assert unmasked[0, 0].item() == pytest.approx(0.5 + 0.9 * 5.0)       # what an unmasked DQN would learn
+    assert target[1, 0].item() == pytest.approx(1.0)                     # terminal: no bootstrap, no NaN
+    assert masked_max(next_q, masks).tolist() == [1.0, -3.0]
+
+
+def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
+    # Two-step chain: s0 --a0--> s1 (mask: only action 1 legal, reward 1 then end). Action 0 of s1 is illegal
+    # and would be worth nothing; an unmasked max would chase its (random) estimate. The masked DQN's
+    # Q(s0, a0) must converge to gamma * 1.
+    import gymnasium as gym
+    from kahve.agents.dqn import MaskedDQN
+
+    class Chain(gym.Env):
+        observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return np.array([1, 0], np.float32), {"action_mask": self.action_masks()}
+
+        def action_masks(self):
+            return np.array([True, False]) if self.t == 0 else np.array([False, True])
+
+        def step(self, action):
+            assert self.action_masks()[action], "illegal action taken"
+            self.t += 1
+            done = self.t == 2
+            obs = np.array([0, 1], np.float32)
+            return obs, (1.0 if done else 0.0), done, False, {"action_mask": self.action_masks()}
+
+    th.manual_seed(0)
+    model = MaskedDQN("MlpPolicy", Chain(), learning_starts=50, buffer_size=1000, batch_size=32,
+                      learning_rate=5e-3, target_update_interval=50, gamma=0.9, exploration_fraction=0.2,
+                      policy_kwargs=dict(net_arch=[16]), seed=0, device="cpu")
+    model.learn(3000)
+    q = model.q_net(th.tensor([[1.0, 0.0], [0.0, 1.0]])).detach()
+    assert q[0, 0].item() == pytest.approx(0.9, abs=0.1)
+    assert q[1, 1].item() == pytest.approx(1.0, abs=0.1)
+    action, _ = model.predict(np.array([0, 1], np.float32), deterministic=True, action_masks=np.array([False, True]))
+    assert action == 1
+
+
+# ----- runs -----------------------------------------------------------------------------------------------------
+def _train(args, cwd):
+    return subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[f"{p.parent.name}/{p.name}" for p in CONFIGS])
+def test_smoke_run_of_every_shipped_config(path, tmp_path):
+    out = tmp_path / "run"
+    r = _train([str(path), "--no-progress", "--override", *TINY, f"output={out}"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] >= 256 and (out / "policy.npz").exists()
+    assert (out / "checkpoints" / "latest" / "model.zip").exists() and (out / "tb").is_dir()
+    assert set(summary["evaluation"]["results"]) == set(config_mod.load(path)["evaluation"]["opponents"])
+
+
+def test_resume_continues_the_step_count(tmp_path):
+    out = tmp_path / "run"
+    cfg = ROOT / "configs" / "pishti" / "dqn.yaml"
+    r = _train([str(cfg), "--no-progress", "--override", *TINY, f"output={out}"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first = json.loads((out / "checkpoints" / "latest" / "state.json").read_text())["steps"]
+    r = _train(["--resume", str(out), "--no-progress", "--override", "total_timesteps=512"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] >= 512 and summary["steps_this_session"] == summary["steps"] - first
+    assert (out / "checkpoints" / "latest" / "replay_buffer.pkl").exists()
+    r = _train([str(cfg), "--no-progress", "--override", *TINY, f"output={out}"], tmp_path)
+    assert r.returncode == 2 and "already holds a run" in r.stderr
+
+
+def test_ish_ppo_learns_the_minimum_stake():
+    # RULES.md §5e: with the pot payout, the minimum stake is strictly dominant
+    from kahve.agents.train import train
+    cfg = config_mod.resolve({
+        "game": "ish", "settings": {"players": 2, "episode": "deal", "false_call_fine": 1},
+        "algorithm": "ppo", "total_timesteps": 6000, "n_envs": 2, "vec_env": "dummy", "seed": 1,
+        "ppo": {"n_steps": 128, "batch_size": 128, "learning_rate": 0.003, "ent_coef": 0.0},
+        "network": {"hidden": [32]}, "opponents": {"pool": [{"policy": "random", "weight": 1}]},
+        "evaluation": {"every": 0, "games": 2, "opponents": ["random"], "workers": 1},
+        "checkpoint_every": 10**9, "output": "unused"})
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        cfg["output"] = d + "/run"
+        train(cfg, progress=False, log=lambda *a: None)
+        from kahve.agents.mlp import MLP, NetworkPolicy
+        pol = NetworkPolicy(MLP.load(Path(d) / "run" / "policy.npz"))
+    game = envs.game_class("ish")(players=2, episode="deal", false_call_fine=1)
+    stakes = []
+    for seed in range(40):
+        st = game.new_state(seed)
+        seat = st.current_player
+        stakes.append(pol.act(st.observation(seat), st.legal_mask(), st))
+    assert np.mean(np.array(stakes) == 0) >= 0.9, stakes
