@@ -13,13 +13,15 @@ COMMANDS = {
     "train": ("train", "train an agent from a YAML config (masked PPO or DQN, self-play, TensorBoard)"),
     "evaluate": ("evaluate", "play policy A against policy B with rotated seats and mirrored deals"),
     "league": ("league", "round robin of several policies with Bradley-Terry (Elo-scale) ratings"),
+    "export": ("export", "write a trained run as one self-contained ONNX bot file (with an evaluation report)"),
+    "play": ("play", "play a match in the terminal against bots"),
     "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kahve", description="Coffeehouse card games for reinforcement learning.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     modules = {}
     for name, (module, help_text) in COMMANDS.items():
         mod = importlib.import_module(f"kahve.scripts.{module}")
@@ -27,13 +29,13 @@ def main(argv: list[str] | None = None) -> int:
         mod.add_arguments(p)
         modules[name] = mod
     args = parser.parse_args(argv)
-    if args.command is None:
+    if args._command is None:
         parser.print_help()
         return 2
     try:
-        return modules[args.command].run(args) or 0
+        return modules[args._command].run(args) or 0
     except (ValueError, FileNotFoundError) as err:  # bad input: one clear line, no traceback
-        print(f"kahve {args.command}: error: {err}", file=sys.stderr)
+        print(f"kahve {args._command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0

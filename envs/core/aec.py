@@ -77,6 +77,9 @@ class CardGameEnv(AECEnv):
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
         self._deals_seen = 0
+        # set before _sync: a match can end at reset when every decision is forced (e.g. Pishe Pasha with
+        # give_compulsory and skip_single_choice), and _sync only moves the selection
+        self.agent_selection = self.possible_agents[0]
         self._sync()
 
     def observe(self, agent: str) -> dict:

@@ -1,0 +1,111 @@
+"""The evaluation report written beside a shipped bot (``kahve export --report``).
+
+Full matches under the bot's evaluation settings against each baseline; search opponents (``ismcts``), which
+are slow, play single deals (``episode="deal"``) and a fifth of the games. The report states the strength bar
+of CLARIFICATIONS.md for the game and whether the bot meets it; a bot that misses it says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kahve import envs
+
+from .bot import Bot
+from .evaluate import evaluate
+
+#: CLARIFICATIONS.md "Evaluation and bots": (lower bound of the interval vs heuristic must exceed, or the
+#: upper bound must reach, this win rate), and the win rate needed against random
+BARS = {
+    "pasur": ("lower", 0.5, 0.9),
+    "pishti": ("lower", 0.5, 0.9),
+    "pis_yedili": ("lower", 0.5, 0.9),
+    "pishe_pasha": ("upper", 0.5, 0.9),
+}
+
+
+def evaluation_settings(meta: dict) -> dict:
+    cfg = meta.get("config") or {}
+    return {**meta.get("settings", {}), **(cfg.get("evaluation", {}).get("settings", {}))}
+
+
+def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
+    """How often the bot stakes the minimum and calls exactly when eligible (RULES.md §5e)."""
+    game = envs.game_class("ish")(**{**settings, "episode": "deal"})
+    bets = min_bets = calls = right_calls = 0
+    levels = game.settings.bet_levels
+    for seed in range(rounds):
+        st = game.new_state(seed)
+        while st.current_player is not None:
+            seat = st.current_player
+            a = bot.act(st.observation(seat), st.legal_mask(), st)
+            if a < levels:
+                bets += 1
+                min_bets += a == 0
+            elif a >= levels + 40:
+                calls += 1
+                right_calls += (a == levels + 41) == bool(st.eligible[seat])
+            st.apply(a)
+    return {"bets": bets, "min_stake_rate": min_bets / max(1, bets), "call_decisions": calls,
+            "correct_call_rate": right_calls / max(1, calls)}
+
+
+def write_report(bot_path, opponents: list[str], games: int = 200, workers: int = 2, command: str | None = None,
+                 seed: int = 12345) -> Path:
+    bot_path = Path(bot_path)
+    bot = Bot.load(bot_path)
+    meta = bot.metadata
+    game = meta["game"]
+    settings = evaluation_settings(meta)
+    rows, results = [], {}
+    for k, opp in enumerate(opponents):
+        s, n, note = dict(settings), games, "full matches"
+        if opp.startswith("ismcts"):
+            s["episode"], n, note = "deal", max(20, games // 5), "single deals"
+        r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers, seed=seed + k)
+        results[opp] = r
+        lo, hi = r["win_rate_ci95"]
+        plo, phi = r["points_per_deal_ci95"]
+        rows.append(f"| {opp} | {note} | {r['games']} | {r['wins']}/{r['draws']}/{r['losses']} | "
+                    f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | {r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) |")
+    defaults = envs.game_class(game).settings_spec.defaults()
+
+    def changed(values: dict) -> dict:
+        return {k: v for k, v in values.items() if defaults.get(k) != v}
+
+    lines = [f"# {bot_path.name}: {game} bot", "",
+             f"- algorithm: {meta['algorithm']}, {meta['training_steps']:,} training steps"
+             + (f", {meta['wall_seconds'] / 60:.0f} min of training" if meta.get("wall_seconds") else ""),
+             f"- trained with settings `{changed(meta['settings'])}`; evaluated with `{changed(settings)}` "
+             "(other settings at their defaults)",
+             f"- env version v{meta['env_version']}, observation {meta['observation_size']}, "
+             f"actions {meta['num_actions']}, network {meta.get('network')}"]
+    if command:
+        lines.append(f"- command: `{command}`")
+    lines += ["", "| opponent | games | n | W/D/L | win rate (95% CI) | points per deal (95% CI) |",
+              "| --- | --- | --- | --- | --- | --- |", *rows, ""]
+    verdict = None
+    if game in BARS and "heuristic" in results and "random" in results:
+        side, bar, vs_random = BARS[game]
+        lo, hi = results["heuristic"]["win_rate_ci95"]
+        ok_h = (lo > bar) if side == "lower" else (hi >= bar)
+        ok_r = results["random"]["win_rate"] >= vs_random
+        verdict = ok_h and ok_r
+        lines.append(f"Strength bar (CLARIFICATIONS.md): vs heuristic the {side} end of the 95% interval "
+                     f"{'above' if side == 'lower' else 'at or above'} {bar:.0%} ({'met' if ok_h else 'NOT met'}), "
+                     f"vs random at least {vs_random:.0%} ({'met' if ok_r else 'NOT met'}): "
+                     f"**{'meets the bar' if verdict else 'does not meet the bar'}**.")
+    if game == "ish":
+        check = ish_policy_check(bot, settings)
+        verdict = check["min_stake_rate"] >= 0.95 and check["correct_call_rate"] >= 0.95
+        lines.append(f"Policy check over 400 rounds: minimum stake in {check['min_stake_rate']:.1%} of "
+                     f"{check['bets']} bets; calls exactly when eligible in {check['correct_call_rate']:.1%} of "
+                     f"{check['call_decisions']} call decisions. Bar (RULES.md §5e optimum, 95% of decisions): "
+                     f"**{'met' if verdict else 'NOT met'}**.")
+        results["policy_check"] = check
+    out = bot_path.with_suffix(".md")
+    out.write_text("\n".join(lines) + "\n")
+    bot_path.with_suffix(".eval.json").write_text(json.dumps({"verdict": verdict, "results": results}, indent=1,
+                                                             default=str))
+    return out

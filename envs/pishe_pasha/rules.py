@@ -1,0 +1,475 @@
+"""Pishe Pasha: the rules engine (RULES.md §4; seed ``shared/seeds/000_0f9527f328b38240.txt``).
+
+Pishe Pasha (Pisha Pasha) is a two-player competitive patience: each player races to empty a face-down
+**stock** of 26 and a face-up **discard pile**, onto four shared **suit piles** (built A up to K, one per
+suit) or onto the opponent's discard pile. Ace is low, ranks A=1 .. K=13.
+
+Deal (§4a, deck index 0 is the top card, C-3)
+    cards 0-25 are the non-dealer's stock (card 0 on top), cards 26-51 the dealer's (card 26 on top). Both
+    discard piles and all suit piles start empty. The non-dealer moves first; the dealer changes every deal.
+    A card *fits a suit pile* if it is the ace of an empty suit pile or the next rank of that suit's top.
+    A card *fits the opponent's pile* if that pile is not empty and its rank is one above or below the
+    pile's top rank, any suit, with no wrap-around between K and A (PP-3; setting ``rank_wrap``).
+
+Turn (§4b); only MAIN and PENDING are decisions, everything else is done by the engine (C-4):
+
+    CLOSURE(p)   forced: while p's discard top fits a suit pile, it goes there (PP-2); check for a win
+    MAIN(p)      TURN: with an empty stock, p's discard pile is first turned over as one block into the
+                       stock, oldest card on top (PP-5). Take the stock's top card x:
+                         x fits a suit pile      -> it goes there (PP-4), check for a win, CLOSURE, MAIN
+                         x fits only their pile  -> PENDING(p, x)
+                         otherwise               -> x goes on p's discard pile; the turn ends
+                 GIVE (p's discard top fits the opponent's pile): it goes there; check; CLOSURE; MAIN
+    PENDING(p,x) PLACE: x goes on the opponent's pile; check; CLOSURE; MAIN (the turn continues, PP-1)
+                 KEEP:  x goes on p's discard pile; the turn ends
+    turn end     the opponent's CLOSURE, then the opponent's MAIN
+
+    Check for a win (PP-6, PP-7): the acting player has no stock, no discard pile and no pending card. It is
+    checked after every card that leaves the acting player's piles, so a deal can end in the middle of a
+    turn (after a suit-pile move, a GIVE, a PLACE, or inside CLOSURE).
+
+Scoring (§4d): the deal's winner scores the cards left in the opponent's stock plus discard pile. Match
+    (``match_target``): ``"one_deal"`` (PP-8), or the first player to reach 50 or 100 points. Only the winner
+    of a deal scores, so a match cannot end tied at the top, except for a drawn deal (below).
+
+Settings (§4e): ``match_target``, ``give_compulsory`` (Sam Caron's variant: when GIVE is legal it is the only
+    legal MAIN action, and PENDING offers only PLACE; with ``skip_single_choice`` these become forced steps
+    of the engine), ``rank_wrap``, ``max_turns`` (turns per deal), and the §0 settings ``max_deals`` (the
+    core's cap on deals per match), ``episode``, ``reward``, ``first_dealer``, ``skip_single_choice``.
+
+Decisions beyond RULES.md (ours)
+    * A *turn* for ``max_turns`` is one player's turn, counted when it ends (a card went to the player's own
+      discard pile). When a deal reaches ``max_turns`` completed turns without a winner it is a **drawn
+      deal worth 0 points to both** (§4d): scored through the core's ``_end_deal([0, 0], ...)`` with
+      ``breakdown["truncated"] = True``, so a 50/100 match goes on with the next deal (dealer rotated) and
+      ``max_deals`` still caps it. If the match (or, with ``episode="deal"``, the episode) ends on a drawn
+      deal, nobody has won: every seat "wins" equally, the outcome reward is 0, and the episode is reported
+      as **truncated**, not terminated (it was cut short, not played out).
+    * ``_match_winners``: one_deal: the deal's winner (both seats after a drawn deal); 50/100: the seat that
+      reached the target (only one can, see above), else the match goes on.
+    * The observation's "phase" block is one-hot (MAIN, PENDING) and all zero once the game is over. The
+      match-score block divides by the target (52, the most one deal can score, for ``"one_deal"``) and is
+      clipped at 1 (a total reaches the target only when the match is over).
+    * ``max_turns`` allows 1..100000 and ``max_deals`` 1..1000 (small values are useful in tests).
+    * ``give_compulsory=True`` with ``skip_single_choice=True`` leaves no decision at all: every step is forced,
+      so ``new_state`` plays the whole match and returns a finished state. That is allowed for the engine
+      (e.g. to simulate the variant); as an AEC environment use ``skip_single_choice=False``, where each forced
+      step is offered as the single legal action (PettingZoo requires a live game after ``reset``).
+    * ``rank_wrap`` is implemented as specified, but it never changes play: an ace always fits its (empty)
+      suit pile, so a turned ace goes there (PP-4) and no ace ever lies on a discard pile; hence neither
+      "A onto K" nor "K onto A" can arise. A test plays identical deals with and without it.
+
+Actions (§4h): ``Discrete(4)``. In MAIN 0 and 1 can be legal, in PENDING 2 and 3.
+
+    ====  =======  ==============================================  ==============================
+    id    name     meaning                                         text (bare form)
+    ====  =======  ==============================================  ==============================
+    0     TURN     turn the top stock card (recycle first if       ``"turn"``
+                   the stock is empty)
+    1     GIVE     move my discard top onto the opponent's pile    ``"give 7H onto 8C"`` (``"give"``,
+                                                                   ``"give 7H"``)
+    2     PLACE    put the pending card on the opponent's pile     ``"place 9D"`` (``"place"``)
+    3     KEEP     put the pending card on my discard pile         ``"keep 9D"`` (``"keep"``)
+    ====  =======  ==============================================  ==============================
+
+Observation (§4i), relative to the observer (hidden: the unturned cards of both original stocks; a stock made
+by turning over a discard pile has a publicly known order, so its cards are located exactly):
+
+    ===========================================================================  ======  =======
+    block                                                                        size    offset
+    ===========================================================================  ======  =======
+    where each card is, one-hot over 7 per card (card-major, ``7*card + k``):    52×7    0
+      0 unseen (an unturned original stock), 1 suit pile, 2 my discard,
+      3 their discard, 4 my stock in known order, 5 their stock in known order,
+      6 pending
+    each card's depth from the top of its pile / 52 (top card 0; suit piles,     52      364
+      discard piles, known stocks; 0 for unseen and pending cards)
+    suit pile levels / 13 (C, D, H, S)                                           4       416
+    my stock, my discard, their stock, their discard sizes / 52                  4       420
+    my discard top, their discard top, pending card (each one-hot, 52 = none)    3×53    424
+    phase (one-hot MAIN, PENDING; zero when over)                                2       583
+    match scores / target (mine, theirs; target 52 for "one_deal"; clip at 1)    2       585
+    ===========================================================================  ======  =======
+
+    Length 587.
+
+``to_dict()`` keys: ``game``, ``settings``, ``dealer``, ``current_player``, ``phase`` ("MAIN", "PENDING" or None),
+``stocks`` (per seat, top first), ``stock_known`` (per seat: is the stock's order public, PP-5), ``discards``
+(per seat, bottom first), ``suit_piles`` (per suit C, D, H, S, ace first), ``pending`` (card or None),
+``turn_number`` (turns completed this deal), ``scores`` (per seat), ``deals_completed``, ``terminal``,
+``truncated``, ``winners``.
+
+Deal report (``infos`` on the step that ends a deal): ``deal_points`` per seat and ``breakdown`` with
+``winner`` (seat or None), ``stock`` and ``discard`` (cards left per seat), ``turns`` and ``truncated``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..core.cards import NUM_CARDS, SUITS, card_str, cards_str
+from ..core.engine import Game, State
+from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
+
+# actions (§4h)
+TURN, GIVE, PLACE, KEEP = 0, 1, 2, 3
+NUM_ACTIONS = 4
+# phases (§4b; CLOSURE is forced and never a decision point)
+MAIN, PENDING = 0, 1
+PHASE_NAMES = ("MAIN", "PENDING")
+NO_CARD = -1
+STOCK_SIZE = 26
+
+# observation layout (§4i)
+LOC_UNSEEN, LOC_SUIT, LOC_MY_DISCARD, LOC_THEIR_DISCARD, LOC_MY_STOCK, LOC_THEIR_STOCK, LOC_PENDING = range(7)
+OBS_DEPTH = 7 * NUM_CARDS            # 364
+OBS_LEVELS = OBS_DEPTH + NUM_CARDS   # 416
+OBS_SIZES = OBS_LEVELS + 4           # 420
+OBS_TOPS = OBS_SIZES + 4             # 424: my discard top, their discard top, pending (53 each)
+OBS_PHASE = OBS_TOPS + 3 * 53        # 583
+OBS_SCORES = OBS_PHASE + 2           # 585
+OBS_SIZE = OBS_SCORES + 2            # 587
+
+SUIT = [c // 13 for c in range(NUM_CARDS)]
+RANK = [c % 13 for c in range(NUM_CARDS)]
+
+SETTINGS = SettingsSpec("pishe_pasha", [
+    Choice("match_target", "one_deal", ("one_deal", 50, 100), doc="one deal, or first to 50 / 100 points (PP-8)"),
+    Flag("give_compulsory", False, doc="Sam Caron's variant: GIVE forced when legal, PLACE forced over KEEP"),
+    Flag("rank_wrap", False, doc="K and A are one rank apart for fitting the opponent's pile (PP-3)"),
+    Int("max_turns", 1000, 1, 100_000, doc="turns per deal; reaching it is a drawn deal worth 0 (§4d)"),
+    *common_settings("max_deals", 40, 1000),
+])
+
+
+class PishePashaGame(Game):
+    name = "pishe_pasha"
+    version = 0
+    settings_spec = SETTINGS
+
+    def _configure(self) -> None:
+        s = self.settings
+        self.num_players = 2
+        self.num_actions = NUM_ACTIONS
+        self.observation_size = OBS_SIZE
+        self.target = 52 if s.match_target == "one_deal" else s.match_target
+        # adj[x][y]: card x fits on a pile whose top is card y (PP-3, rank_wrap)
+        gap = (1, 12) if s.rank_wrap else (1,)
+        self.adj = [[abs(RANK[x] - RANK[y]) in gap for y in range(NUM_CARDS)] for x in range(NUM_CARDS)]
+
+
+class PishePashaState(State):
+
+    # ----- the deal (§4a) ---------------------------------------------------------------------------
+    def _start_deal(self, deck: list[int] | None) -> None:
+        if deck is None:
+            deck = list(range(NUM_CARDS))
+            self.deck_rng.shuffle(deck)
+        first = 1 - self.dealer                     # the non-dealer moves first
+        stocks = [None, None]
+        stocks[first] = deck[STOCK_SIZE - 1::-1]    # top of a stock at the end, so pop() turns it
+        stocks[self.dealer] = deck[:STOCK_SIZE - 1:-1]
+        self.stocks = stocks
+        self.stock_known = [False, False]           # a stock made from a discard pile is public (PP-5)
+        self.discards = [[], []]                    # bottom first
+        self.levels = [0, 0, 0, 0]                  # cards on each suit pile (its next rank)
+        self.pending = NO_CARD
+        self.phase = MAIN
+        self.turn_number = 0
+        self.current_player = first
+        self._deal_winner: int | None = None
+        # CLOSURE(first) has nothing to do: both discard piles are empty
+
+    # ----- legal actions (§4c) ----------------------------------------------------------------------
+    def _can_give(self, p: int) -> bool:
+        mine, theirs = self.discards[p], self.discards[1 - p]
+        return bool(mine) and bool(theirs) and self.game.adj[mine[-1]][theirs[-1]]
+
+    def legal_actions(self) -> list[int]:
+        p = self.current_player
+        if p is None:
+            return []
+        if self.phase == PENDING:
+            return [PLACE] if self.settings.give_compulsory else [PLACE, KEEP]
+        if self._can_give(p):
+            return [GIVE] if self.settings.give_compulsory else [TURN, GIVE]
+        return [TURN]
+
+    def _is_legal(self, action: int) -> bool:
+        p = self.current_player
+        if self.phase == PENDING:
+            return action == PLACE or (action == KEEP and not self.settings.give_compulsory)
+        if action == GIVE:
+            return self._can_give(p)
+        if action == TURN:
+            return not (self.settings.give_compulsory and self._can_give(p))
+        return False
+
+    # ----- play (§4b) -------------------------------------------------------------------------------
+    def _apply(self, action: int) -> None:
+        p = self.current_player
+        if action == TURN:
+            self._turn(p)
+        elif action == GIVE:
+            card = self.discards[p].pop()
+            self.discards[1 - p].append(card)
+            if not self._won(p):
+                self._closure(p)                     # PP-2
+        elif action == PLACE:
+            card, self.pending, self.phase = self.pending, NO_CARD, MAIN
+            self.discards[1 - p].append(card)
+            if not self._won(p):
+                self._closure(p)                     # PP-1: the turn continues
+        else:  # KEEP
+            card, self.pending, self.phase = self.pending, NO_CARD, MAIN
+            self.discards[p].append(card)
+            self._end_turn(p)
+
+    def _turn(self, p: int) -> None:
+        stock = self.stocks[p]
+        if not stock:                                # PP-5: turn the discard pile over, oldest card on top
+            stock = self.discards[p]
+            stock.reverse()
+            self.stocks[p] = stock
+            self.discards[p] = []
+            self.stock_known[p] = True
+        x = stock.pop()
+        levels = self.levels
+        suit = SUIT[x]
+        if levels[suit] == RANK[x]:                  # PP-4: a suit pile first, even if their pile fits too
+            levels[suit] += 1
+            if not self._won(p):
+                self._closure(p)
+            return
+        theirs = self.discards[1 - p]
+        if theirs and self.game.adj[x][theirs[-1]]:
+            self.pending = x
+            self.phase = PENDING
+            return
+        self.discards[p].append(x)
+        self._end_turn(p)
+
+    def _closure(self, p: int) -> bool:
+        """CLOSURE(p): move p's discard top to its suit pile while it fits (PP-2); True if p went out."""
+        pile, levels = self.discards[p], self.levels
+        while pile:
+            c = pile[-1]
+            if levels[SUIT[c]] != RANK[c]:
+                return False
+            pile.pop()
+            levels[SUIT[c]] += 1
+        return self._won(p)
+
+    def _won(self, p: int) -> bool:
+        """Check for a win (PP-6, PP-7): no stock, no discard pile, no pending card -> p wins the deal now."""
+        if self.stocks[p] or self.discards[p] or self.pending != NO_CARD:
+            return False
+        self._deal_end(p)
+        return True
+
+    def _end_turn(self, p: int) -> None:
+        self.turn_number += 1
+        if self.turn_number >= self.settings.max_turns:
+            self._deal_end(None)                     # truncated: a drawn deal worth 0 (§4d)
+            return
+        o = 1 - p
+        self.current_player = o
+        self.phase = MAIN
+        self._closure(o)
+
+    # ----- deal end, scoring, match end (§4d) -------------------------------------------------------
+    def _deal_end(self, winner: int | None) -> None:
+        points = [0, 0]
+        if winner is not None:
+            loser = 1 - winner
+            points[winner] = len(self.stocks[loser]) + len(self.discards[loser])
+        breakdown = {
+            "winner": winner,
+            "stock": [len(s) for s in self.stocks],
+            "discard": [len(d) for d in self.discards],
+            "turns": self.turn_number,
+            "truncated": winner is None,
+        }
+        self._deal_winner = winner
+        self.current_player = None
+        self._end_deal(points, breakdown)
+        if self.terminal and winner is None:         # the match ended on a drawn deal: cut short, not won
+            self.terminal, self.truncated = False, True
+        if not self.is_terminal:
+            self.dealer = 1 - self.dealer
+            self._start_deal(None)
+
+    def _match_winners(self) -> list[int] | None:
+        if self.settings.match_target == "one_deal":
+            w = self._deal_winner
+            return [0, 1] if w is None else [w]
+        if max(self.scores) >= self.settings.match_target:
+            return self._best_sides(self.scores)
+        return None
+
+    # ----- views ------------------------------------------------------------------------------------
+    def observation(self, seat: int) -> np.ndarray:
+        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        other = 1 - seat
+        ones: list[int] = []
+        depth_idx: list[int] = []
+        depth_val: list[float] = []
+        for s, lv in enumerate(self.levels):
+            base = 13 * s
+            for r in range(lv):
+                c = base + r
+                ones.append(7 * c + LOC_SUIT)
+                if r != lv - 1:
+                    depth_idx.append(OBS_DEPTH + c)
+                    depth_val.append(lv - 1 - r)
+        for who, loc_d, loc_s in ((seat, LOC_MY_DISCARD, LOC_MY_STOCK), (other, LOC_THEIR_DISCARD, LOC_THEIR_STOCK)):
+            pile = self.discards[who]
+            n = len(pile)
+            for i, c in enumerate(pile):
+                ones.append(7 * c + loc_d)
+                depth_idx.append(OBS_DEPTH + c)
+                depth_val.append(n - 1 - i)
+            stock = self.stocks[who]
+            n = len(stock)
+            if self.stock_known[who]:
+                for i, c in enumerate(stock):
+                    ones.append(7 * c + loc_s)
+                    depth_idx.append(OBS_DEPTH + c)
+                    depth_val.append(n - 1 - i)
+            else:
+                ones.extend(7 * c + LOC_UNSEEN for c in stock)
+        if self.pending != NO_CARD:
+            ones.append(7 * self.pending + LOC_PENDING)
+        mine, theirs = self.discards[seat], self.discards[other]
+        ones.append(OBS_TOPS + (mine[-1] if mine else 52))
+        ones.append(OBS_TOPS + 53 + (theirs[-1] if theirs else 52))
+        ones.append(OBS_TOPS + 106 + (self.pending if self.pending != NO_CARD else 52))
+        if self.current_player is not None:
+            ones.append(OBS_PHASE + self.phase)
+        obs[ones] = 1.0
+        if depth_idx:
+            obs[depth_idx] = np.asarray(depth_val, dtype=np.float32) / 52
+        obs[OBS_LEVELS:OBS_LEVELS + 4] = self.levels
+        obs[OBS_LEVELS:OBS_LEVELS + 4] /= 13
+        obs[OBS_SIZES:OBS_SIZES + 4] = (len(self.stocks[seat]), len(mine), len(self.stocks[other]), len(theirs))
+        obs[OBS_SIZES:OBS_SIZES + 4] /= 52
+        target = self.game.target
+        obs[OBS_SCORES] = min(self.scores[seat] / target, 1.0)
+        obs[OBS_SCORES + 1] = min(self.scores[other] / target, 1.0)
+        return obs
+
+    def describe_action(self, action: int) -> str:
+        p = self.current_player
+        if action == TURN:
+            return "turn"
+        if action == GIVE:
+            if p is None or not self.discards[p] or not self.discards[1 - p]:
+                return "give"
+            return f"give {card_str(self.discards[p][-1])} onto {card_str(self.discards[1 - p][-1])}"
+        if action in (PLACE, KEEP):
+            word = "place" if action == PLACE else "keep"
+            return f"{word} {card_str(self.pending)}" if self.pending != NO_CARD else word
+        raise ValueError(f"action {action} is outside 0..{NUM_ACTIONS - 1} (0 turn, 1 give, 2 place, 3 keep)")
+
+    def _action_aliases(self, action: int):
+        p = self.current_player
+        if action == TURN:
+            return ("turn", "draw")
+        if action == GIVE:
+            if p is not None and self.discards[p]:
+                return ("give", f"give {card_str(self.discards[p][-1])}")
+            return ("give",)
+        return ("place",) if action == PLACE else ("keep",)
+
+    def determinize(self, seat: int, rng: random.Random) -> "PishePashaState":
+        """Re-deal what ``seat`` cannot see: the unturned cards of the original stocks (both players' — nobody
+        sees a stock, its owner included), keeping each stock's size. Known (recycled) stocks stay."""
+        st = self.clone()
+        hidden = [p for p in (0, 1) if not st.stock_known[p]]
+        pool = [c for p in hidden for c in st.stocks[p]]
+        rng.shuffle(pool)
+        k = 0
+        for p in hidden:
+            n = len(st.stocks[p])
+            st.stocks[p] = pool[k:k + n]
+            k += n
+        return st
+
+    def clone(self) -> "PishePashaState":
+        st = object.__new__(type(self))
+        d = self.__dict__.copy()
+        # chance_rng is only drawn from at the match start (a random first dealer), and deck_rng only when a
+        # new deal starts: the clone gets its own copy of deck_rng when another deal can still follow, and
+        # otherwise shares these two generators, which will never be drawn from again (copying them costs
+        # more than the rest of the state).
+        if self.settings.episode == "match" and self.settings.match_target != "one_deal":
+            r = random.Random.__new__(random.Random)
+            r.setstate(self.deck_rng.getstate())
+            d["deck_rng"] = r
+        d["stocks"] = [self.stocks[0][:], self.stocks[1][:]]
+        d["discards"] = [self.discards[0][:], self.discards[1][:]]
+        for name in ("levels", "stock_known", "rewards", "returns", "scores", "out"):
+            d[name] = d[name][:]
+        if self.winners is not None:
+            d["winners"] = self.winners[:]
+        # deal_report is replaced, never mutated, once stored
+        st.__dict__.update(d)
+        return st
+
+    def suit_piles(self) -> list[list[int]]:
+        return [[13 * s + r for r in range(lv)] for s, lv in enumerate(self.levels)]
+
+    def to_dict(self) -> dict:
+        return {
+            "game": self.game.name,
+            "settings": self.settings.as_dict(),
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            "phase": PHASE_NAMES[self.phase] if self.current_player is not None else None,
+            "stocks": [cards_str(reversed(s)) for s in self.stocks],
+            "stock_known": list(self.stock_known),
+            "discards": [cards_str(d) for d in self.discards],
+            "suit_piles": [cards_str(p) for p in self.suit_piles()],
+            "pending": card_str(self.pending) if self.pending != NO_CARD else None,
+            "turn_number": self.turn_number,
+            "scores": list(self.scores),
+            "deals_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": self.winners,
+        }
+
+    def render(self, seat: int | None = None) -> str:
+        s = self.settings
+        target = "one deal" if s.match_target == "one_deal" else f"first to {s.match_target}"
+        lines = [f"Pishe Pasha ({target}) | deal {self.deals_completed + 1}, turn {self.turn_number + 1} | "
+                 f"dealer: player {self.dealer} | scores: {self.scores[0]}-{self.scores[1]}"]
+        piles = []
+        for su, pile in enumerate(self.suit_piles()):
+            piles.append(f"{SUITS[su]}: {card_str(pile[-1]) if pile else '--'}")
+        lines.append("suit piles  " + "  ".join(piles))
+        for p in (0, 1):
+            stock = self.stocks[p]
+            if self.stock_known[p]:
+                st_text = f"{len(stock)} (known, top first: {' '.join(cards_str(reversed(stock)))})" if stock else "0"
+            else:
+                st_text = f"{len(stock)} face down"
+            disc = self.discards[p]
+            d_text = (f"{len(disc)}: {' '.join(cards_str(disc))} (top {card_str(disc[-1])})" if disc else "0")
+            me = " (you)" if seat == p else ""
+            lines.append(f"player {p}{me}  stock {st_text} | discard {d_text}")
+        if self.is_terminal:
+            lines.append(("match truncated" if self.truncated else "match over") + f"; winners: {self.winners}")
+        else:
+            p = self.current_player
+            text = f"to move: player {p}, {PHASE_NAMES[self.phase]}"
+            if self.pending != NO_CARD:
+                text += f", turned {card_str(self.pending)} (fits only player {1 - p}'s pile)"
+            text += " | legal: " + ", ".join(self.describe_action(a) for a in self.legal_actions())
+            lines.append(text)
+        return "\n".join(lines)
+
+
+PishePashaGame.state_class = PishePashaState
