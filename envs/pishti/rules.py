@@ -127,7 +127,7 @@ class PishtiState(State):
             self.deck_rng.shuffle(deck)
         else:
             deck = list(deck)
-        self.seen = [False] * NUM_CARDS            # face up at some moment of this deal
+        self.seen = np.zeros(NUM_CARDS, dtype=np.float32)   # 1 if face up at some moment of this deal
         pile, rest = deck[:4], deck[4:]
         self.buried_jacks: list[int] = []
         while pile[3] % 13 == JACK:                # PI-6: bury a face-up jack below the top of the rest
@@ -143,6 +143,7 @@ class PishtiState(State):
         self.hands = [[] for _ in range(g.num_players)]
         self.captured = [[] for _ in range(g.num_sides)]
         self.captured_face_down = [0] * g.num_sides
+        self.visible_points = [0] * g.num_sides    # card points of the captured cards that were seen
         self.pistis = [0] * g.num_sides
         self.pisti_points = [0] * g.num_sides
         self.last_capturer: int | None = None
@@ -210,6 +211,8 @@ class PishtiState(State):
         self.current_player = (p + 1) % self.game.num_players
 
     def _capture(self, side: int, taken: list[int]) -> None:
+        pts = self.game.card_points
+        self.visible_points[side] += sum(pts[c] for c in taken[self.pile_face_down:])
         self.captured[side].extend(taken)
         self.captured_face_down[side] += self.pile_face_down
         self.pile_face_down = 0
@@ -268,21 +271,16 @@ class PishtiState(State):
             obs[[105 + c for c in up]] = 1.0
         obs[157] = len(pile) / 52
         obs[158] = self.pile_face_down / 3
-        seen = [159 + c for c in range(NUM_CARDS) if self.seen[c]]
-        if seen:
-            obs[seen] = 1.0
+        obs[159:211] = self.seen
         if hand:
             obs[[159 + c for c in hand]] = 0.0
         my_side = g.sides[seat]
-        pts = g.card_points
         target = self.settings.target_score
         o = 211
         for k in range(ns):
             side = (my_side + k) % ns
-            cap = self.captured[side]
-            visible = cap if not self.captured_face_down[side] else self._visible_captured(side)
-            obs[o] = len(cap) / 52
-            obs[o + 1] = min(sum(pts[c] for c in visible) / 13, 10.0)
+            obs[o] = len(self.captured[side]) / 52
+            obs[o + 1] = min(self.visible_points[side] / 13, 10.0)
             obs[o + 2] = min(self.pisti_points[side] / 50, 10.0)
             obs[o + 3] = min(self.scores[side] / target, 10.0)
             o += 4
@@ -297,10 +295,6 @@ class PishtiState(State):
         lc = self.last_capturer
         obs[o + ((lc - my_side) % ns if lc is not None else ns)] = 1.0
         return obs
-
-    def _visible_captured(self, side: int) -> list[int]:
-        """Captured cards minus the face-down opening cards (PI-11), which nobody has seen."""
-        return [c for c in self.captured[side] if self.seen[c]]
 
     def describe_action(self, action: int) -> str:
         card = card_str(action)
