@@ -1,9 +1,12 @@
-"""``kahve bench``: random-play throughput, reported as ratios to references measured in the same run.
+"""``kahve bench``: throughput, reported as ratios to references measured in the same run.
 
-For each game: (a) the engine alone (moves/s, deals/s), (b) the PettingZoo AEC loop
-(``agent_iter``/``last``/``step`` with masks). The reference is a do-nothing AEC env driven through the
-same PettingZoo wrapper and loop: the ceiling of any AEC loop on this machine (CLARIFICATIONS, speed targets).
-Every figure is the median of ``--repeats`` runs of ``--seconds`` each, with the spread (min..max).
+For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZoo AEC loop
+(``agent_iter``/``last``/``step`` with masks), (c) the single-agent training view (``LearnerEnv``: observation
+and mask per step, random opponents), (d) MaskablePPO training steps/s with 1 and 4 envs and the share of wall
+time spent in the envs (``--ppo``). References in the same run: a do-nothing AEC env through the same wrapper
+and loop (the ceiling of any AEC loop here), and, with the ``bench`` extra installed, PettingZoo's
+``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights`` (with and without
+observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each, with its spread.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--settings", nargs="*", default=[], metavar="KEY=VALUE",
                         help="settings applied to every game measured (e.g. players=2)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--ppo", action="store_true", help="also measure MaskablePPO training (slower)")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer libraries")
 
 
 class NullEnv(AECEnv):
@@ -127,29 +132,194 @@ def aec_loop(env, seed: int = 0):
     return run
 
 
+def learner_loop(game: str, settings: dict, seed: int = 0):
+    """(c) the single-agent training view: observation and mask per learner step, random opponents."""
+    from kahve.agents.single_agent import LearnerEnv
+
+    def run(deadline):
+        env = LearnerEnv(game, settings, seed=seed)
+        rng = random.Random(seed)
+        steps = episodes = 0
+        while time.perf_counter() < deadline:
+            obs, info = env.reset()
+            done = False
+            while not done:
+                legal = np.flatnonzero(env.action_masks())
+                obs, r, term, trunc, info = env.step(int(legal[rng.randrange(len(legal))]))
+                done = term or trunc
+                steps += 1
+            episodes += 1
+        return steps, episodes
+    return run
+
+
+def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats: int) -> dict:
+    """(d) MaskablePPO training steps/s and the share of wall time the learner waits on the envs."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
+
+    from kahve.agents.single_agent import LearnerEnv
+    torch.set_num_threads(1)
+
+    class Timed(VecEnvWrapper):
+        env_seconds = 0.0
+
+        def reset(self):
+            t = time.perf_counter()
+            out = self.venv.reset()
+            Timed.env_seconds += time.perf_counter() - t
+            return out
+
+        def step_async(self, actions):
+            self._t = time.perf_counter()
+            self.venv.step_async(actions)
+
+        def step_wait(self):
+            out = self.venv.step_wait()
+            Timed.env_seconds += time.perf_counter() - self._t
+            return out
+
+    class Stop(BaseCallback):
+        def __init__(self, deadline):
+            super().__init__()
+            self.deadline = deadline
+
+        def _on_step(self):
+            return time.perf_counter() < self.deadline
+
+    fns = [lambda i=i: LearnerEnv(game, settings, seed=i) for i in range(n_envs)]
+    venv = SubprocVecEnv(fns, start_method="forkserver") if n_envs > 1 else DummyVecEnv(fns)
+    env = Timed(venv)
+    model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
+    model.learn(256 * n_envs)                              # warm-up (process start, first update)
+    rates, shares = [], []
+    for _ in range(repeats):
+        Timed.env_seconds = 0.0
+        start_steps, start = model.num_timesteps, time.perf_counter()
+        model.learn(10**9, callback=Stop(start + seconds), reset_num_timesteps=False)
+        elapsed = time.perf_counter() - start
+        rates.append((model.num_timesteps - start_steps) / elapsed)
+        shares.append(Timed.env_seconds / elapsed)
+    env.close()
+    return {"per_s": statistics.median(rates), "min": min(rates), "max": max(rates),
+            "env_share": statistics.median(shares)}
+
+
+# ----- peers (the "bench" extra) --------------------------------------------------------------------------
+def peer_loops() -> dict:
+    """Reference loops from other libraries, when installed: name -> run(deadline)."""
+    peers = {}
+    try:
+        from pettingzoo.classic import leduc_holdem_v4, texas_holdem_v4
+        peers["pettingzoo texas_holdem (AEC)"] = aec_loop(texas_holdem_v4.env())
+        peers["pettingzoo leduc_holdem (AEC)"] = aec_loop(leduc_holdem_v4.env())
+    except Exception as err:  # rlcard/pygame missing: the extra is not installed
+        peers["pettingzoo classic"] = f"not installed ({type(err).__name__}: {err}); pip install -e '.[bench]'"
+    try:
+        import pyspiel
+        game = pyspiel.load_game("crazy_eights")
+        peers["open_spiel crazy_eights"] = spiel_loop(game, tensors=False)
+        peers["open_spiel crazy_eights + observation tensors"] = spiel_loop(game, tensors=True)
+    except ImportError as err:
+        peers["open_spiel"] = f"not installed ({err}); pip install -e '.[bench]'"
+    return peers
+
+
+def spiel_loop(game, tensors: bool, seed: int = 0):
+    def run(deadline):
+        rng = random.Random(seed)
+        steps = episodes = 0
+        while time.perf_counter() < deadline:
+            state = game.new_initial_state()
+            while not state.is_terminal():
+                if state.is_chance_node():
+                    outcomes, probs = zip(*state.chance_outcomes())
+                    state.apply_action(rng.choices(outcomes, probs)[0])
+                    continue
+                if tensors:
+                    state.observation_tensor(state.current_player())
+                legal = state.legal_actions()
+                state.apply_action(legal[rng.randrange(len(legal))])
+                steps += 1
+            episodes += 1
+        return steps, episodes
+    return run
+
+
 def machine() -> dict:
     import os
     return {"python": platform.python_version(), "platform": platform.platform(), "cpu": platform.processor()
             or platform.machine(), "cores": os.cpu_count(), "numpy": np.__version__}
 
 
+def versions() -> dict:
+    import importlib.metadata as md
+    out = {}
+    for pkg in ("kahve", "pettingzoo", "gymnasium", "numpy", "torch", "stable-baselines3", "sb3-contrib",
+                "open_spiel", "rlcard"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _fmt(r: dict) -> str:
+    return f"{r['per_s']:>12,.0f}/s  ({r['min']:,.0f}..{r['max']:,.0f})"
+
+
 def run(args) -> int:
     games = args.games or list(envs.GAMES)
-    results = {"machine": machine(), "seconds": args.seconds, "repeats": args.repeats, "games": {}}
-    ceiling = _timed(aec_loop(wrappers.OrderEnforcingWrapper(NullEnv())), args.seconds, args.repeats)
-    results["null_aec"] = ceiling
+    sec, rep = args.seconds, args.repeats
+    results = {"machine": machine(), "versions": versions(), "seconds": sec, "repeats": rep,
+               "references": {}, "games": {}}
     print(f"machine: {results['machine']}")
-    print(f"reference: do-nothing AEC env through the same wrapper and loop: {ceiling['per_s']:,.0f} steps/s")
-    print(f"{'game':<12} {'engine moves/s':>16} {'deals/s':>9} {'AEC steps/s':>14} {'AEC/ceiling':>12}")
+    print(f"versions: {results['versions']}")
+    print(f"each figure: median of {rep} runs of {sec:g} s, (min..max); random play, one process")
+    refs = {"do-nothing AEC env (same wrapper and loop)": aec_loop(wrappers.OrderEnforcingWrapper(NullEnv()))}
+    if not args.no_peers:
+        refs.update(peer_loops())
+    print("\nreferences (steps/s):")
+    for name, fn in refs.items():
+        if isinstance(fn, str):
+            print(f"  {name:<48} {fn}")
+            continue
+        results["references"][name] = r = _timed(fn, sec, rep)
+        print(f"  {name:<48} {_fmt(r)}")
+    ceiling = results["references"]["do-nothing AEC env (same wrapper and loop)"]["per_s"]
+    texas = results["references"].get("pettingzoo texas_holdem (AEC)", {}).get("per_s")
+    print("\ngames:")
     for name in games:
         settings = parse_settings(name, args.settings)
-        game = envs.game_class(name)(**{**settings, "episode": "deal"})
-        eng = _timed(engine_loop(game), args.seconds, args.repeats)
-        aec = _timed(aec_loop(envs.make(name, **{**settings, "episode": "deal"})), args.seconds, args.repeats)
-        results["games"][name] = {"settings": settings, "engine": eng, "aec": aec}
-        print(f"{name:<12} {eng['per_s']:>16,.0f} {eng['episodes_per_s']:>9,.0f} {aec['per_s']:>14,.0f} "
-              f"{aec['per_s'] / ceiling['per_s']:>11.2f}x")
-    print(f"(median of {args.repeats} runs of {args.seconds:g}s each; spreads in the JSON)")
+        deal = {**settings, "episode": "deal"}
+        game = envs.game_class(name)(**deal)
+        row = {"settings": settings,
+               "engine": _timed(engine_loop(game), sec, rep),
+               "aec": _timed(aec_loop(envs.make(name, **deal)), sec, rep),
+               "learner_env": _timed(learner_loop(name, deal), sec, rep)}
+        row["aec_vs_ceiling"] = row["aec"]["per_s"] / ceiling
+        if texas:
+            row["aec_vs_texas_holdem"] = row["aec"]["per_s"] / texas
+        print(f"  {name}: engine {_fmt(row['engine'])} moves, {row['engine']['episodes_per_s']:,.0f} deals/s")
+        print(f"  {'':<{len(name)}}  AEC    {_fmt(row['aec'])} steps = {row['aec_vs_ceiling']:.2f}x ceiling"
+              + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else ""))
+        print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
+        if args.ppo:
+            for n in (1, 4):
+                row[f"ppo_{n}_envs"] = r = ppo_measure(name, deal, n, max(sec, 5.0), rep)
+                print(f"  {'':<{len(name)}}  MaskablePPO, {n} env(s): {_fmt(r)} steps, "
+                      f"env share of wall time {r['env_share']:.0%}")
+        results["games"][name] = row
+    if "pishti" in results["games"]:
+        p = results["games"]["pishti"]["engine"]["per_s"]
+        print("\nper-move engine speed relative to Pişti (the bar: within 3x, i.e. >= 0.33):")
+        for name, row in results["games"].items():
+            row["engine_vs_pishti"] = row["engine"]["per_s"] / p
+            print(f"  {name:<12} {row['engine_vs_pishti']:.2f}")
+        print(f"Pişti engine: {p / 1e6:.2f}x of the 1M moves/s quoted for a public pure-Python engine "
+              "(not run here; a reference, not a ratio)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
