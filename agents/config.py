@@ -73,6 +73,13 @@ SCHEMA: dict = {
         "exploration_final_eps": F(float, 0.05, 0.0, 1.0),
         "max_grad_norm": F(float, 10.0, 0.0, 1000.0),
     },
+    "pretrain": {
+        "steps": F(int, 0, 0, 10**8, doc="teacher decisions to imitate before PPO (behaviour cloning); 0: off"),
+        "teacher": F(str, "heuristic", doc="the policy imitated"),
+        "epochs": F(int, 5, 1, 1000),
+        "batch_size": F(int, 512, 8, 10**6),
+        "learning_rate": F(float, 1e-3, 1e-7, 1.0),
+    },
     "opponents": {
         "pool": F(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
         "self_play": {
@@ -165,6 +172,12 @@ def _check_semantics(cfg: dict) -> None:
             make_policy(spec, game, 0)
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"config key 'evaluation.opponents[{k}]': {err}") from None
+    if cfg["pretrain"]["steps"] and cfg["algorithm"] != "ppo":
+        raise ValueError("config key 'pretrain.steps': behaviour cloning is implemented for algorithm ppo only")
+    try:
+        make_policy(cfg["pretrain"]["teacher"], game, 0)
+    except (ValueError, FileNotFoundError) as err:
+        raise ValueError(f"config key 'pretrain.teacher': {err}") from None
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")

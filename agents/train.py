@@ -116,6 +116,21 @@ class Trainer:
             self.start_steps = self.model.num_timesteps
         else:
             self.model = build_model(cfg, self.vec, self.run_dir)
+            if cfg["pretrain"]["steps"]:
+                self.pretrain()
+
+    def pretrain(self) -> None:
+        from .pretrain import behaviour_clone, collect_demonstrations
+        pre = self.cfg["pretrain"]
+        t = time.perf_counter()
+        data = collect_demonstrations(self.cfg["game"], self.cfg["settings"], self.pool, pre["teacher"],
+                                      pre["steps"], self.cfg["ppo"]["gamma"], self.cfg["seed"] + 17)
+        self.log(f"behaviour cloning: {len(data['actions']):,} decisions of {pre['teacher']} collected in "
+                 f"{time.perf_counter() - t:.0f} s")
+        stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],
+                                self.cfg["seed"], log=self.log)
+        with open(self.run_dir / "pretrain.json", "w") as f:
+            json.dump({"decisions": len(data["actions"]), **stats}, f, indent=1)
 
     # ----- the schedule, run from an SB3 callback after every vectorised step -----------------------
     def on_step(self, steps: int) -> None:

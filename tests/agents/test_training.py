@@ -225,3 +225,18 @@ def test_ish_ppo_learns_the_minimum_stake():
         seat = st.current_player
         stakes.append(pol.act(st.observation(seat), st.legal_mask(), st))
     assert np.mean(np.array(stakes) == 0) >= 0.9, stakes
+
+
+def test_behaviour_cloning_moves_the_policy_towards_the_teacher():
+    from sb3_contrib import MaskablePPO
+    from kahve.agents.pretrain import behaviour_clone, collect_demonstrations
+    pool = OpponentPool([("random", 1.0)])
+    data = collect_demonstrations("pishti", dict(players=2, episode="deal"), pool, "heuristic", 3000, 0.99, seed=0)
+    assert len(data["actions"]) >= 3000 and data["masks"][np.arange(len(data["actions"])), data["actions"]].all()
+    env = LearnerEnv("pishti", dict(players=2, episode="deal"), pool, seed=0)
+    th.manual_seed(0)
+    model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, policy_kwargs=dict(net_arch=[64]), seed=0,
+                        device="cpu")
+    before = behaviour_clone(model, data, 1, 256, 0.0, seed=0, log=lambda *a: None)["accuracy"]
+    after = behaviour_clone(model, data, 6, 256, 3e-3, seed=0, log=lambda *a: None)["accuracy"]
+    assert after > before + 0.2 and after > 0.6, (before, after)

@@ -1,0 +1,83 @@
+"""Behaviour cloning before PPO: start the learner where a teacher policy (usually the heuristic) stands.
+
+Learning card play from scratch spends most of its budget discovering what any club player knows (capture
+when you can, keep a jack). A fresh MaskablePPO run can instead imitate a teacher first: the teacher plays the
+learner's seat in the same single-agent view the learner will train in (same opponents, same observations), and
+the policy network is fitted to its moves (cross-entropy over the legal actions), the value network to the
+discounted returns it obtained. PPO then improves on the teacher against the configured opponents.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .opponents import OpponentPool
+from .policy import make_policy
+from .single_agent import LearnerEnv
+
+
+def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
+                           gamma: float, seed: int) -> dict:
+    """Play ``steps`` learner decisions with ``teacher`` in the learner's seat."""
+    env = LearnerEnv(game, settings, pool, seed=seed)
+    policy = make_policy(teacher, env.game, seed)
+    obs_l, mask_l, act_l, ret_l = [], [], [], []
+    while len(act_l) < steps:
+        obs, info = env.reset()
+        rewards, done = [], False
+        while not done:
+            mask = env.action_masks()
+            a = policy.act(obs, mask, env.state)
+            obs_l.append(obs)
+            mask_l.append(mask)
+            act_l.append(a)
+            obs, r, term, trunc, info = env.step(a)
+            rewards.append(r)
+            done = term or trunc
+        g, returns = 0.0, []
+        for r in reversed(rewards):
+            g = r + gamma * g
+            returns.append(g)
+        ret_l.extend(reversed(returns))
+    return {"obs": np.array(obs_l, dtype=np.float32), "masks": np.array(mask_l, dtype=bool),
+            "actions": np.array(act_l, dtype=np.int64), "returns": np.array(ret_l, dtype=np.float32)}
+
+
+def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
+                    log=print) -> dict:
+    """Fit a MaskablePPO policy to the demonstrations; returns the final accuracy and losses."""
+    import torch as th
+    policy = model.policy
+    device = policy.device
+    obs = th.as_tensor(data["obs"], device=device)
+    masks = th.as_tensor(data["masks"], device=device)
+    actions = th.as_tensor(data["actions"], device=device)
+    returns = th.as_tensor(data["returns"], device=device)
+    optimizer = th.optim.Adam(policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    n = len(actions)
+    policy.set_training_mode(True)
+    stats = {}
+    for epoch in range(epochs):
+        order = rng.permutation(n)
+        total_pi = total_v = 0.0
+        for start in range(0, n, batch_size):
+            idx = th.as_tensor(order[start:start + batch_size], device=device)
+            values, log_prob, _ = policy.evaluate_actions(obs[idx], actions[idx], action_masks=masks[idx])
+            pi_loss = -log_prob.mean()
+            v_loss = th.nn.functional.mse_loss(values.flatten(), returns[idx])
+            loss = pi_loss + 0.5 * v_loss
+            optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            optimizer.step()
+            total_pi += pi_loss.item() * len(idx)
+            total_v += v_loss.item() * len(idx)
+        with th.no_grad():
+            dist = policy.get_distribution(obs[:20000], action_masks=masks[:20000].cpu().numpy())
+            acc = (dist.distribution.probs.argmax(dim=1) == actions[:20000]).float().mean().item()
+        stats = {"epoch": epoch + 1, "policy_loss": total_pi / n, "value_loss": total_v / n, "accuracy": acc}
+        log(f"behaviour cloning epoch {epoch + 1}/{epochs}: policy loss {stats['policy_loss']:.3f}, "
+            f"value loss {stats['value_loss']:.3f}, agreement with the teacher {acc:.1%}")
+    policy.set_training_mode(False)
+    return stats
