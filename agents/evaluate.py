@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import random
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -32,9 +34,11 @@ def _derive(*parts: int) -> int:
     return random.Random(":".join(str(p) for p in parts)).getrandbits(64)
 
 
-def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000) -> dict:
-    """Play one match on the engine with one policy per seat; returns winners, returns and deal points."""
+def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000, record: bool = False) -> dict:
+    """Play one match on the engine with one policy per seat; returns winners, returns and deal points
+    (and, with ``record``, the seed and every action, for :mod:`.records`)."""
     state = game.new_state(seed)
+    actions = [] if record else None
     for pol in policies:
         if hasattr(pol, "reset"):
             pol.reset()
@@ -44,14 +48,19 @@ def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000) 
         seat = state.current_player
         action = policies[seat].act(state.observation(seat), state.legal_mask(), state)
         state.apply(action)
+        if record:
+            actions.append(int(action))
         decisions += 1
         if state.deals_completed != deals_seen:
             deals_seen = state.deals_completed
             deal_points.append(list(state.deal_report["deal_points"]))
         if decisions > max_decisions:
             raise RuntimeError(f"match with seed {seed} did not end within {max_decisions} decisions")
-    return {"winners": list(state.winners), "returns": list(state.returns), "deal_points": deal_points,
-            "decisions": decisions, "truncated": state.truncated}
+    result = {"winners": list(state.winners), "returns": list(state.returns), "deal_points": deal_points,
+              "decisions": decisions, "truncated": state.truncated}
+    if record:
+        result.update(seed=seed, actions=actions, scores=[state.scores[game.sides[i]] for i in range(len(policies))])
+    return result
 
 
 @dataclass
@@ -62,6 +71,7 @@ class Matchup:
     b: str
     others: list = field(default_factory=list)   # specs for sides other than A's, in order; default all B
     seed: int = 0
+    record: bool = False                         # keep every match's actions (for game records)
 
     def side_specs(self, a_side: int, num_sides: int) -> list[str]:
         """The spec playing each side when A owns ``a_side``."""
@@ -87,8 +97,10 @@ def _play_units(matchup: Matchup, units: list[int]) -> list[dict]:
             specs = matchup.side_specs(a_side, game.num_sides)
             policies = [make_policy(specs[game.sides[seat]], game, _derive(matchup.seed, unit, a_side, seat))
                         for seat in range(game.num_players)]
-            result = play_match(game, policies, deal_seed)
+            result = play_match(game, policies, deal_seed, record=matchup.record)
             result.update(unit=unit, a_side=a_side)
+            if matchup.record:
+                result["players"] = [specs[game.sides[seat]] for seat in range(game.num_players)]
             out.append(result)
     return out
 
@@ -134,16 +146,18 @@ def wilson_interval(successes: float, n: int) -> tuple[float, float]:
 
 
 def evaluate(game: str, a: str, b: str, games: int = 100, settings: dict | None = None, workers: int = 1,
-             seed: int = 0, others: list | None = None, progress=None) -> dict:
+             seed: int = 0, others: list | None = None, progress=None, record_dir: str | None = None) -> dict:
     """Play A against B over at least ``games`` matches (rounded up to whole units of rotated seats).
 
     ``progress(done, total)`` is called as matches finish. Returns the report (see :func:`format_report`).
+    With ``record_dir``, every match is also saved as a game record (:mod:`.records`), in (unit, A's side)
+    order, in one JSON-lines file per evaluation (see :func:`record_path`); the report names it.
     """
     settings = dict(settings or {})
     g = envs.game_class(game)(**settings)
     for spec in [a, b, *(others or [])]:
         make_policy(spec, g, 0)                           # a bad spec fails here, before any work
-    matchup = Matchup(game, settings, a, b, list(others or []), seed)
+    matchup = Matchup(game, settings, a, b, list(others or []), seed, record=record_dir is not None)
     n_units = max(1, math.ceil(games / g.num_sides))
     units = list(range(n_units))
     chunk = max(1, min(8, n_units // (max(1, workers) * 4)))
@@ -164,7 +178,28 @@ def evaluate(game: str, a: str, b: str, games: int = 100, settings: dict | None 
                 if progress:
                     progress(len(results), total)
     elapsed = time.perf_counter() - start
-    return summarize(g, matchup, results, elapsed)
+    report = summarize(g, matchup, results, elapsed)
+    if record_dir is not None:
+        report["records"] = write_match_records(g, matchup, results, record_dir)
+    return report
+
+
+def record_path(matchup: Matchup, record_dir: str) -> str:
+    """``<dir>/<game>__<A>__<B>[__<others>]__seed<seed>.jsonl``, policy specs made safe for file names."""
+    def safe(spec: str) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(spec.rstrip("/\\")) or spec).strip("-") or "policy"
+    parts = [matchup.game, safe(matchup.a), safe(matchup.b), *(safe(o) for o in matchup.others), f"seed{matchup.seed}"]
+    return os.path.join(record_dir, "__".join(parts) + ".jsonl")
+
+
+def write_match_records(g, matchup: Matchup, results: list[dict], record_dir: str) -> str:
+    """Write the matches of an evaluation as game records, in (unit, A's side) order; returns the file."""
+    from .records import build_record, write_records
+
+    ordered = sorted(results, key=lambda r: (r["unit"], r["a_side"]))
+    path = record_path(matchup, record_dir)
+    write_records(path, (build_record(g, r["seed"], r["actions"], r, players=r["players"]) for r in ordered))
+    return path
 
 
 def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:

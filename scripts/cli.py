@@ -15,6 +15,7 @@ COMMANDS = {
     "league": ("league", "round robin of several policies with Bradley-Terry (Elo-scale) ratings"),
     "export": ("export", "write a trained run as one self-contained ONNX bot file (with an evaluation report)"),
     "play": ("play", "play a match in the terminal against bots"),
+    "replay": ("replay", "step through a recorded game (kahve play/evaluate --record) in the terminal"),
     "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),
 }
 

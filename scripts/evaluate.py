@@ -21,6 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)), help="worker processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--record", metavar="DIR",
+                        help="also save every match as a game record: one JSON-lines file in DIR (see kahve replay)")
 
 
 def run(args) -> int:
@@ -29,8 +31,10 @@ def run(args) -> int:
         raise ValueError("--games must be at least 1")
     with progress_bar(f"{args.a} vs {args.b}") as update:
         report = evaluate(args.game, args.a, args.b, games=args.games, settings=settings, workers=args.workers,
-                          seed=args.seed, others=args.others, progress=update)
+                          seed=args.seed, others=args.others, progress=update, record_dir=args.record)
     print(format_report(report))
+    if args.record:
+        print(f"  game records: {report['records']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -7,6 +7,7 @@ happen. Legal moves are listed with numbers; type a number, or the move as text 
 
 from __future__ import annotations
 
+import random
 import sys
 
 from kahve import envs
@@ -21,6 +22,8 @@ def add_arguments(parser) -> None:
                         help="the opponents: heuristic (default), random, ismcts:N or a bot file")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the deal (default: random)")
+    parser.add_argument("--record", metavar="FILE",
+                        help="append the finished match to FILE as a JSON-lines game record (see kahve replay)")
 
 
 def rules_summary(game: str) -> str:
@@ -29,11 +32,15 @@ def rules_summary(game: str) -> str:
     return "\n\n".join(paragraphs[:3])
 
 
-def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=input, out=print) -> int:
+def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=input, out=print,
+         record: str | None = None) -> int:
     g = envs.game_class(game)(**settings)
     if not 0 <= seat < g.num_players:
         raise ValueError(f"--seat must be from 0 to {g.num_players - 1} for this table")
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 32)   # drawn here so that a record can name it
     state = g.new_state(seed)
+    actions = []
     bots = {p: make_policy(bot, g, (seed or 0) * 100 + p) for p in range(g.num_players) if p != seat}
     out(f"{game}: you are player {seat}; opponents: {bot}. Type a number or a move, '?' for the rules, 'q' to quit.")
     deals_seen = 0
@@ -43,6 +50,7 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
             action = bots[p].act(state.observation(p), state.legal_mask(), state)
             out(f"player {p}: {state.describe_action(action)}")
             state.apply(action)
+            actions.append(int(action))
         else:
             out("")
             out(state.render(seat))
@@ -74,6 +82,7 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                     out(f"not understood: {err}")
             out(f"you: {state.describe_action(action)}")
             state.apply(action)
+            actions.append(int(action))
         if state.deals_completed != deals_seen:
             deals_seen = state.deals_completed
             r = state.deal_report
@@ -82,9 +91,14 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
     won = seat in state.winners
     out("== match over: " + ("you won" if won and len(state.winners) == 1 else
                              "shared win" if won else f"winners: {', '.join(f'player {w}' for w in state.winners)}"))
+    if record:
+        from kahve.agents.records import make_record, write_records
+        players = ["you" if p == seat else bot for p in range(g.num_players)]
+        write_records(record, [make_record(g, seed, actions, state, players=players)], append=True)
+        out(f"match recorded in {record} (seed {seed}); replay it with: kahve replay {record}")
     return 0
 
 
 def run(args) -> int:
     settings = parse_settings(args.game, args.settings)
-    return play(args.game, settings, args.bot, args.seat, args.seed)
+    return play(args.game, settings, args.bot, args.seat, args.seed, record=args.record)

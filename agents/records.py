@@ -1,0 +1,236 @@
+"""Game records: finished games saved as JSON lines, loaded with validation, and replayed exactly.
+
+One game per line, one JSON object::
+
+    {"format": "kahve-record", "version": 1,
+     "game": "pishti", "env_version": 0,            # the engine's Game.version when it was played
+     "settings": {...every setting...},             # the full resolved settings
+     "seed": 123,                                   # the seed passed to game.new_state
+     "deck": ["7H", ...],                           # optional: the first deal's preset card order
+     "actions": [13, 40, ...],                      # every decision, in order (forced ones are not listed
+                                                    #   when skip_single_choice is on: the engine plays them)
+     "result": {"winners": [seats], "scores": [match total per seat], "returns": [per seat]},
+     "players": ["you", "heuristic"]}               # optional: who played each seat
+
+A record replays exactly because the engine draws every chance event from its seed (``deck_rng`` and
+``chance_rng``, :mod:`kahve.envs.core.engine`): the same seed, settings and actions give the same states.
+Loading checks the shape, the game, its version, the settings, every action and the result, and every problem
+is a ``ValueError`` naming the file, the line and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Iterable, Sequence
+
+from kahve import envs
+
+FORMAT = "kahve-record"
+VERSION = 1
+REQUIRED_KEYS = ("format", "version", "game", "env_version", "settings", "seed", "actions", "result")
+OPTIONAL_KEYS = ("deck", "players")
+RESULT_KEYS = ("winners", "scores", "returns")
+
+
+def _plain(value: Any) -> Any:
+    """Settings values as JSON data (tuples become lists, numpy scalars plain numbers)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
+
+
+def result_of(state) -> dict:
+    """The result part of a record for a finished state: winners, match totals per seat, returns per seat."""
+    g = state.game
+    return {"winners": list(state.winners or []),
+            "scores": [_plain(state.scores[g.sides[i]]) for i in range(state.num_players)],
+            "returns": [float(r) for r in state.returns]}
+
+
+def build_record(game, seed: int, actions: Sequence[int], result: dict | None, deck: Sequence | None = None,
+                 players: Sequence[str] | None = None) -> dict:
+    """A record from its parts, without checking it (see :func:`make_record`, :func:`check_record`)."""
+    record = {
+        "format": FORMAT, "version": VERSION,
+        "game": game.name, "env_version": game.version,
+        "settings": {k: _plain(v) for k, v in game.settings.items()},
+        "seed": int(seed),
+    }
+    if deck is not None:
+        record["deck"] = [str(c) for c in deck]
+    record["actions"] = [int(a) for a in actions]
+    record["result"] = None if result is None else {k: _plain(list(result[k])) for k in RESULT_KEYS}
+    if players is not None:
+        record["players"] = [str(p) for p in players]
+    return record
+
+
+def make_record(game, seed: int, actions: Sequence[int], state=None, deck: Sequence | None = None,
+                players: Sequence[str] | None = None) -> dict:
+    """The record of one game of ``game`` (an engine :class:`~kahve.envs.core.Game`) started with
+    ``game.new_state(seed, deck)`` and played with ``actions``. ``state`` is the finished state (replayed
+    from the actions when not given)."""
+    if not _is_int(seed):
+        raise ValueError(f"a record needs an integer seed, not {seed!r}")
+    record = build_record(game, seed, actions, None, deck, players)
+    if state is None:
+        state = replay_states(record, check_result=False, game=game)[-1]
+    if state.current_player is not None:
+        raise ValueError(f"a record is for a finished game; this {game.name} game still has player "
+                         f"{state.current_player} to move")
+    record["result"] = result_of(state)
+    return record
+
+
+def dumps(record: dict) -> str:
+    """One record as one line of JSON (no newline)."""
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_records(path: str, records: Iterable[dict], append: bool = False) -> str:
+    """Write records to ``path`` (one per line); ``append`` adds to an existing file. Returns the path."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "a" if append else "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(dumps(r) + "\n")
+    return path
+
+
+# ----- loading and validation --------------------------------------------------------------------------------
+def _fail(where: str, problem: str) -> ValueError:
+    return ValueError(f"{where}: {problem}" if where else problem)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_record(record: Any, where: str = "", replay: bool = True):
+    """Validate one record; ``where`` (e.g. ``"games.jsonl line 3"``) prefixes every error message.
+
+    Checks the keys, the format and its version, the game and its env version, the settings, the seed and
+    deck, and (with ``replay``) that every action is legal on replay and the game ends with the recorded
+    result. Returns the game (an engine :class:`~kahve.envs.core.Game`)."""
+    if not isinstance(record, dict):
+        raise _fail(where, f"a record is a JSON object, not {type(record).__name__}")
+    if record.get("format") != FORMAT:
+        got = record.get("format")
+        raise _fail(where, f"not a kahve game record (its \"format\" is {got!r}, expected {FORMAT!r})"
+                    if "format" in record else "not a kahve game record (no \"format\": \"kahve-record\")")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise _fail(where, f"the record lacks {', '.join(repr(k) for k in missing)}")
+    unknown = sorted(set(record) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise _fail(where, f"unknown key(s) {', '.join(repr(k) for k in unknown)}; a record has "
+                    + ", ".join(REQUIRED_KEYS + OPTIONAL_KEYS))
+    v = record["version"]
+    if v != VERSION:
+        raise _fail(where, f"record format version {v!r} is not supported (this kahve reads version {VERSION})")
+    name = record["game"]
+    if not isinstance(name, str) or name not in envs.GAMES:
+        raise _fail(where, f"unknown game {name!r}; known games: {', '.join(envs.GAMES)}")
+    cls = envs.game_class(name)
+    if record["env_version"] != cls.version:
+        raise _fail(where, f"the record was made with {name} v{record['env_version']!r}, but this kahve has "
+                    f"{name} v{cls.version}; its rules or actions may differ, so it cannot be replayed")
+    settings = record["settings"]
+    if not isinstance(settings, dict):
+        raise _fail(where, "\"settings\" must be a JSON object of setting names and values")
+    try:
+        game = cls(**settings)
+    except ValueError as err:
+        raise _fail(where, f"invalid settings: {err}") from None
+    if not _is_int(record["seed"]):
+        raise _fail(where, f"\"seed\" must be an integer, not {record['seed']!r}")
+    deck = record.get("deck")
+    if deck is not None:
+        if not isinstance(deck, list):
+            raise _fail(where, "\"deck\" must be a list of card strings")
+        try:
+            game.check_deck(deck)
+        except ValueError as err:
+            raise _fail(where, f"invalid deck: {err}") from None
+    actions = record["actions"]
+    if not isinstance(actions, list) or not all(_is_int(a) for a in actions):
+        raise _fail(where, "\"actions\" must be a list of integer action ids")
+    result = record["result"]
+    if not isinstance(result, dict) or any(k not in result for k in RESULT_KEYS):
+        raise _fail(where, "\"result\" must be an object with " + ", ".join(repr(k) for k in RESULT_KEYS))
+    players = record.get("players")
+    if players is not None and (not isinstance(players, list) or len(players) != game.num_players):
+        raise _fail(where, f"\"players\" must list one name per seat ({game.num_players})")
+    if replay:
+        replay_states(record, where=where, game=game)
+    return game
+
+
+def replay_states(record: dict, where: str = "", check_result: bool = True, game=None) -> list:
+    """Re-create the game of a record: ``states[k]`` is the state after ``k`` actions (``states[0]`` the
+    start, ``states[-1]`` the end). An illegal action, a game that ends too early or not at all, or a result
+    that differs from the recorded one is a ``ValueError``."""
+    if game is None:
+        game = check_record(record, where, replay=False)
+    state = game.new_state(record["seed"], record.get("deck"))
+    states = [state.clone()]
+    actions = record["actions"]
+    for k, action in enumerate(actions):
+        if state.current_player is None:
+            raise _fail(where, f"the game is over after {k} of the {len(actions)} recorded actions")
+        try:
+            state.apply(action)
+        except ValueError as err:  # IllegalActionError is a ValueError
+            raise _fail(where, f"action {k} ({action}) is illegal on replay: {err}") from None
+        states.append(state.clone())
+    if state.current_player is not None:
+        raise _fail(where, f"the game is not over after all {len(actions)} recorded actions "
+                    f"(player {state.current_player} to move)")
+    if check_result:
+        got, want = result_of(state), record["result"]
+        same = (got["winners"] == want["winners"] and got["scores"] == want["scores"]
+                and len(got["returns"]) == len(want["returns"])
+                and all(isinstance(w, (int, float)) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9)
+                        for g, w in zip(got["returns"], want["returns"])))
+        if not same:
+            raise _fail(where, f"the replay ends with {got}, but the record says {want}")
+    return states
+
+
+def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool = True) -> list[dict]:
+    """Records from JSON lines (blank lines skipped), each validated by :func:`check_record`."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise _fail(where, f"not valid JSON ({err.msg} at column {err.colno}); a record file has one "
+                        "JSON object per line") from None
+        check_record(record, where, replay=replay)
+        out.append(record)
+    return out
+
+
+def load_records(path: str, replay: bool = True) -> list[dict]:
+    """All records of a JSON-lines file, validated (and replayed, with ``replay``). An empty file, a
+    malformed line or a foreign record is a ``ValueError`` naming the file and line."""
+    if os.path.isdir(path):
+        files = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
+        raise ValueError(f"{path} is a folder; give one of its record files"
+                         + (f", e.g. {os.path.join(path, files[0])}" if files else " (it holds no .jsonl files)"))
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file, so not a kahve record file") from None
+    records = parse_records(text.splitlines(), path, replay=replay)
+    if not records:
+        raise ValueError(f"{path}: no game records in the file")
+    return records

@@ -1,0 +1,98 @@
+"""``kahve replay FILE``: step through a recorded game (``kahve play --record``, ``kahve evaluate --record``).
+
+Shows the table before each move (every hand, or one seat's view with ``--seat K``) and the move made, in
+words. Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many moves,
+``s K`` to see seat K's view, ``a`` to see all hands, ``q`` to quit. Reads commands from standard input.
+"""
+
+from __future__ import annotations
+
+from kahve.agents.records import load_records, replay_states
+
+HELP = ("commands: Enter or n = next move, p = previous, a number = jump to the position after that many moves, "
+        "s K = seat K's view, a = all hands, q = quit")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", help="a game record file (JSON lines)")
+    parser.add_argument("--game-index", type=int, default=0, metavar="N",
+                        help="which game of the file to replay, from 0 (default 0)")
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument("--seat", type=int, default=None, metavar="K", help="show the table as seat K sees it")
+    view.add_argument("--all", action="store_true", help="show every hand (the default)")
+
+
+def _view_name(seat: int | None) -> str:
+    return "all hands" if seat is None else f"player {seat}'s view"
+
+
+def replay(record: dict, seat: int | None = None, inp=input, out=print, where: str = "") -> int:
+    """Step through one record interactively (replaying it checks every action and the result)."""
+    states = replay_states(record, where)
+    actions = record["actions"]
+    n_players = states[0].num_players
+    if seat is not None and not 0 <= seat < n_players:
+        raise ValueError(f"--seat must be from 0 to {n_players - 1} for this record")
+    players = record.get("players")
+    who = (lambda p: f"player {p} ({players[p]})") if players else (lambda p: f"player {p}")
+    out(f"{record['game']} v{record['env_version']}, seed {record['seed']}, {len(actions)} moves"
+        + (f", players: {', '.join(players)}" if players else ""))
+    out(HELP)
+    pos, last = 0, len(actions)
+
+    def show() -> None:
+        st = states[pos]
+        out("")
+        out(f"== position {pos}/{last} ({_view_name(seat)})")
+        out(st.render(seat))
+        if pos < last:
+            out(f"move {pos + 1}: {who(st.current_player)}: {st.describe_action(actions[pos])}")
+        else:
+            res = record["result"]
+            out(f"== game over: winners {', '.join(f'player {w}' for w in res['winners']) or 'none'}; "
+                f"scores {res['scores']}; returns {[round(r, 3) for r in res['returns']]}")
+
+    show()
+    while True:
+        try:
+            answer = inp("> ").strip().lower()
+        except EOFError:
+            return 0
+        if answer in ("q", "quit", "exit"):
+            return 0
+        if answer in ("", "n", "next"):
+            if pos == last:
+                out("at the end of the game (p = previous, a number = jump, q = quit)")
+                continue
+            pos += 1
+        elif answer in ("p", "prev", "previous"):
+            if pos == 0:
+                out("at the start of the game")
+                continue
+            pos -= 1
+        elif answer.isdigit():
+            if int(answer) > last:
+                out(f"no position {answer}; positions are 0 to {last}")
+                continue
+            pos = int(answer)
+        elif answer in ("a", "all"):
+            seat = None
+        elif answer.split()[0] in ("s", "seat"):
+            parts = answer.split()
+            if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) >= n_players:
+                out(f"write s K with K a seat from 0 to {n_players - 1}")
+                continue
+            seat = int(parts[1])
+        else:
+            out(HELP)
+            continue
+        show()
+
+
+def run(args) -> int:
+    records = load_records(args.file, replay=False)   # the chosen game is replayed (and checked) below
+    if not 0 <= args.game_index < len(records):
+        raise ValueError(f"--game-index must be from 0 to {len(records) - 1}: {args.file} holds "
+                         f"{len(records)} game(s)")
+    return replay(records[args.game_index], None if args.all else args.seat,
+                  where=f"{args.file}, game {args.game_index}")

@@ -1,0 +1,1 @@
+"""Golden playthroughs: one seeded game per game and rule set, recorded as text (see :mod:`.regenerate`)."""

@@ -1,0 +1,133 @@
+"""Golden playthroughs, as OpenSpiel keeps them: for each game and a few rule sets, one seeded game recorded as
+text, compared line by line by ``tests/test_golden.py``.
+
+Each file holds a header (game, env id with its version, the full settings, the seed, the policy) and then one
+block per decision: the acting seat, every legal action as ``id text``, the action taken, a digest of the acting
+seat's observation (the first 12 hex digits of the SHA-256 of its float32 bytes), a digest of the whole state
+(``to_dict()`` as sorted JSON, hidden cards included) and the table as the acting seat sees it
+(``render(seat)``). The game is one deal (``episode="deal"``) played by a uniformly random policy seeded
+with the seed; a file stops after :data:`MAX_DECISIONS` decisions.
+
+After an intended change of rules, observations, actions or rewards, bump the env version (DESIGN.md) and
+regenerate:
+
+    python -m tests.golden.regenerate            # every file
+    python -m tests.golden.regenerate pasur__default   # some
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kahve import envs
+
+HERE = Path(__file__).resolve().parent
+MAX_DECISIONS = 400
+SEED = 2024
+
+#: file name (without .txt) -> (game, settings); every rule set plays one deal
+RULESETS = {
+    "pasur__default": ("pasur", {}),
+    # (sur_cap only acts from the second round on, so a one-deal file would not show it; the sur scoring does)
+    "pasur__sur10_no_cancellation": ("pasur", {"sur_value": 10, "sur_cancellation": False,
+                                               "redeal_rule": "jacks_only"}),
+    "pishti__players2": ("pishti", {"players": 2}),
+    "pishti__players4_partnerships": ("pishti", {"players": 4, "partnerships": True}),
+    "pis_yedili__players2": ("pis_yedili", {"players": 2}),
+    "pis_yedili__players4_ten_reverse": ("pis_yedili", {"players": 4, "ten_rule": "reverse"}),
+    "pishe_pasha__default": ("pishe_pasha", {}),
+    "pishe_pasha__give_compulsory_no_skip": ("pishe_pasha", {"give_compulsory": True, "skip_single_choice": False}),
+    "ish__players4": ("ish", {"players": 4}),
+    "ish__players3_agent_cards": ("ish", {"players": 3, "card_selection": "agent"}),
+}
+
+HINT = ("if this change is intended, bump the env version (DESIGN.md) and run: python -m tests.golden.regenerate")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def obs_digest(obs: np.ndarray) -> str:
+    return _digest(np.ascontiguousarray(obs, dtype="<f4").tobytes())
+
+
+def state_digest(state) -> str:
+    return _digest(json.dumps(state.to_dict(), sort_keys=True, separators=(",", ":")).encode())
+
+
+def _settings_json(game) -> str:
+    return json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in game.settings.items()},
+                      separators=(", ", ": "))
+
+
+def playthrough(name: str) -> list[str]:
+    """The lines of one golden file, generated now."""
+    game_name, settings = RULESETS[name]
+    game = envs.game_class(game_name)(**{"episode": "deal", **settings})
+    env_id = getattr(envs, game_name).raw_env.metadata["env_id"]
+    lines = [
+        "# kahve golden playthrough; regenerate with: python -m tests.golden.regenerate",
+        f"game: {game_name}",
+        f"env: {env_id}",
+        f"settings: {_settings_json(game)}",
+        f"seed: {SEED}",
+        f"policy: uniform random over the legal actions, random.Random({SEED})",
+    ]
+    rng = random.Random(SEED)
+    state = game.new_state(SEED)
+    n = 0
+    while state.current_player is not None and n < MAX_DECISIONS:
+        seat = state.current_player
+        legal = state.legal_actions()
+        action = rng.choice(legal)
+        n += 1
+        lines.append("")
+        lines.append(f"## decision {n}: player {seat}")
+        lines.append("legal: " + " | ".join(f"{a} {state.describe_action(a)}" for a in legal))
+        lines.append(f"action: {action} {state.describe_action(action)}")
+        lines.append(f"observation: {obs_digest(state.observation(seat))}  state: {state_digest(state)}")
+        lines.extend("  " + row for row in state.render(seat).splitlines())
+        state.apply(action)
+    lines.append("")
+    if state.current_player is not None:
+        lines.append(f"## stopped after {n} decisions (the deal goes on)")
+    else:
+        lines.append(f"## over after {n} decisions{' (truncated)' if state.truncated else ''}")
+        lines.append(f"winners: {state.winners}")
+        lines.append(f"returns: {[round(float(r), 6) for r in state.returns]}")
+        if state.deal_report is not None:
+            lines.append("deal report: " + json.dumps(state.deal_report, sort_keys=True, separators=(", ", ": ")))
+    lines.append(f"final state: {state_digest(state)}")
+    lines.extend("  " + row for row in state.render(None).splitlines())
+    return [line.rstrip() for line in lines]
+
+
+def path_of(name: str) -> Path:
+    return HERE / f"{name}.txt"
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = list(argv if argv is not None else sys.argv[1:]) or list(RULESETS)
+    unknown = [n for n in names if n not in RULESETS]
+    if unknown:
+        print(f"unknown golden file(s) {unknown}; known: {', '.join(RULESETS)}", file=sys.stderr)
+        return 2
+    for name in names:
+        text = "\n".join(playthrough(name)) + "\n"
+        path = path_of(name)
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if old != text:
+            path.write_text(text, encoding="utf-8")
+        print(f"{path.relative_to(HERE.parent.parent)}: {'unchanged' if old == text else 'written'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
