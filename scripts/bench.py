@@ -295,8 +295,10 @@ def run(args) -> int:
         settings = parse_settings(name, args.settings)
         deal = {**settings, "episode": "deal"}
         game = envs.game_class(name)(**deal)
+        # the engine alone: every move is applied by the caller (no single-choice auto-play)
+        bare = envs.game_class(name)(**{**deal, "skip_single_choice": False})
         row = {"settings": settings,
-               "engine": _timed(engine_loop(game), sec, rep),
+               "engine": _timed(engine_loop(bare), sec, rep),
                "aec": _timed(aec_loop(envs.make(name, **deal)), sec, rep),
                "learner_env": _timed(learner_loop(name, deal), sec, rep)}
         row["aec_vs_ceiling"] = row["aec"]["per_s"] / ceiling

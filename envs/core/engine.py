@@ -72,6 +72,19 @@ class Game:
     num_actions: int
     observation_size: int
 
+    # documentation page (envs/core/docs.py renders it; tests/envs/test_docs.py checks it against the code)
+    title: str = ""
+    summary: str = ""
+    rules_section: str = ""
+    doc_tables: list = []            # settings dicts of the representative tables
+    action_ranges: list = []         # docs.ActionRange, covering 0 .. num_actions - 1 exactly once
+    observation_blocks: list = []    # docs.ObsBlock, in order, summing to observation_size
+    action_notes: str = ""
+    observation_notes: str = ""
+    rewards_note: str = ""
+    reward_texts: dict = {}          # reward option -> text, overriding docs.REWARD_TEXTS
+    version_history: list = []       # [(version, what changed)], the last one is ``version``
+
     def __init__(self, **settings: Any):
         self.settings: Settings = self.settings_spec.resolve(settings)
         self.num_players = 2
@@ -129,6 +142,7 @@ class State:
         self.terminal = False
         self.truncated = False
         self.out = [False] * n                       # seats that left the match early (Ish)
+        self._skip_single_choice = self.settings.skip_single_choice
         fd = self.settings.first_dealer
         self.dealer = self.chance_rng.randrange(n) if fd == "random" else fd
         self._start_deal(deck)
@@ -185,14 +199,16 @@ class State:
         """Apply one legal action, then any forced single-choice decisions (C-4)."""
         if self.current_player is None:
             raise IllegalActionError(f"the {self.game.name} game is over; no action can be applied")
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            raise IllegalActionError(f"an action must be an integer id, not {action!r}")
-        action = int(action)
+        if type(action) is not int:  # the common case first: this is the hot path of every rollout
+            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+                raise IllegalActionError(f"an action must be an integer id, not {action!r}")
+            action = int(action)
         if not self._is_legal(action):
             raise IllegalActionError(self._illegal_message(action))
         self.rewards = [0.0] * self.num_players
         self._apply(action)
-        self._auto_play()
+        if self._skip_single_choice:
+            self._auto_play()
 
     def _illegal_message(self, action: int) -> str:
         legal = self.legal_actions()
@@ -208,7 +224,7 @@ class State:
                 f"legal: {listing}")
 
     def _auto_play(self) -> None:
-        if not self.settings.skip_single_choice:
+        if not self._skip_single_choice:
             return
         while self.current_player is not None:
             legal = self.legal_actions()
