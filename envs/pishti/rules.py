@@ -58,6 +58,7 @@ import random
 import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
+from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
@@ -89,6 +90,45 @@ class PishtiGame(Game):
     settings_spec = SETTINGS
     obs_high = 10.0
 
+    # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
+    title = "Pişti"
+    rules_section = "§1"
+    summary = ("Pişti is a Turkish fishing game for 2 players, 4 individuals or 4 in two partnerships, with one "
+               "52-card pack. A played card captures the whole pile when it matches the rank of the top card, and a "
+               "jack captures the pile whatever shows; capturing a lone card is a *pişti*, worth 10. Sides score "
+               "jacks, aces, 2♣, 10♦, the majority of cards and their piştis; the first side to reach "
+               "`target_score` (151) after a deal wins the match.")
+    doc_tables = [dict(players=2), dict(players=4, partnerships=False), dict(players=4, partnerships=True)]
+    action_ranges = [
+        ActionRange(0, NUM_CARDS - 1, "play the card with this id (13·suit + rank; suits C D H S, ranks A 2 … K)",
+                    text="`\"7H\"`, `\"JD takes 4 cards\"`, `\"7H takes 1 card (pişti)\"`"),
+    ]
+    action_notes = ("The mask is the player's hand (§1c): any card in hand may be played, there is no obligation "
+                    "to capture. `parse_action` also accepts the bare card (`\"7H\"`) and `\"play 7H\"`.")
+    observation_blocks = [
+        ObsBlock("own hand (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("pile top card (one-hot; the last entry: the pile is empty)", NUM_CARDS + 1, "0 or 1"),
+        ObsBlock("face-up cards now in the pile (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("pile size", 1, "cards / 52"),
+        ObsBlock("face-down cards still in the pile", 1, "cards / 3"),
+        ObsBlock("cards seen face up this deal, own hand excluded (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("per side, own side first (S sides × 4): captured cards, card points of the captured cards seen "
+                 "face up, pişti points, match total", lambda g: 4 * g.num_sides,
+                 "/ 52, / 13, / 50, / `target_score`; each clipped at 10"),
+        ObsBlock("stock size", 1, "cards / 52"),
+        ObsBlock("hands dealt so far this deal", 1, "/ hands per deal (6 with 2 players, 3 with 4)"),
+        ObsBlock("hand sizes of the other players, in turn order after me", lambda g: g.num_players - 1, "cards / 4"),
+        ObsBlock("dealer, relative to me (one-hot over seats)", lambda g: g.num_players, "0 or 1"),
+        ObsBlock("last capturer: side relative to mine, or none (one-hot, the last entry: none)",
+                 lambda g: g.num_sides + 1, "0 or 1"),
+    ]
+    observation_notes = ("Hidden: the other hands, the stock order and the three face-down opening cards of the pile "
+                         "(never shown before the deal ends, PI-11).")
+    rewards_note = ("Deal points of a side (§1d): 1 per J and A, `two_clubs_value` for 2♣, `ten_diamonds_value` for "
+                    "10♦, `majority_bonus` for the unique most cards, and its pişti points. The match ends after a "
+                    "deal in which a side reaches `target_score`; `max_deals` truncates it.")
+    version_history = [(0, "first release")]
+
     def _configure(self) -> None:
         s = self.settings
         if s.players == 2 and s.partnerships:
@@ -102,6 +142,8 @@ class PishtiGame(Game):
         n, ns = self.num_players, len(set(self.sides))
         self.num_actions = NUM_CARDS
         self.hands_per_deal = PLAYS_PER_DEAL // (PACKET * n)
+        self.plays_per_round = PACKET * n                  # plays until every hand is empty
+        self.jack_on_empty_counts = s.jack_on_empty_counts
         self.observation_size = 211 + 4 * ns + 2 + (n - 1) + n + ns + 1
         self.card_points = [0] * NUM_CARDS
         for suit in range(4):
@@ -185,30 +227,32 @@ class PishtiState(State):
 
     def _apply(self, card: int) -> None:
         p = self.current_player
+        g = self.game
         self.hands[p].remove(card)
         self.play_number += 1
-        self.seen[card] = True
+        self.seen[card] = 1.0
         pile = self.pile
-        side = self.game.sides[p]
+        side = g.sides[p]
         last_play = self.play_number == PLAYS_PER_DEAL
-        if pile and (card % 13 == JACK or card % 13 == pile[-1] % 13):
+        rank = card % 13
+        if pile and (rank == JACK or rank == pile[-1] % 13):
             lone = pile[0] if len(pile) == 1 else -1
             self._capture(side, pile + [card])
             if lone >= 0 and not last_play:        # PI-5: a pişti needs a lone card, never on play 48
                 self._score_pisti(side, self._pisti_value(card, lone))
-        elif not pile and card % 13 == JACK and self.settings.jack_on_empty_counts:
+        elif not pile and rank == JACK and g.jack_on_empty_counts:
             self._capture(side, [card])            # PI-4: the jack takes itself
             if not last_play:
                 self._score_pisti(side, self._pisti_value(card, None))
         else:
             pile.append(card)
-        if self.play_number % (PACKET * self.game.num_players) == 0:   # every hand is empty
+        if self.play_number % g.plays_per_round == 0:   # every hand is empty
             if self.stock:
                 self._deal_packets()
             else:
                 self._deal_end()
                 return
-        self.current_player = (p + 1) % self.game.num_players
+        self.current_player = (p + 1) % g.num_players
 
     def _capture(self, side: int, taken: list[int]) -> None:
         pts = self.game.card_points
