@@ -1,18 +1,11 @@
-"""Ish as a PettingZoo AEC environment (the engine and its documentation: :mod:`.rules`).
-
-| Import | `from kahve.envs import ish; env = ish.env(players=4)` |
-| --- | --- |
-| Agents | `player_0` .. `player_{N-1}`, N = 2 to 20 (`players`) |
-| Action space | `Discrete(bet_levels + 42)` (52 by default): bet levels, select slot 0-39, no call, call |
-| Observation | `{"observation": Box(0, 1, (386,), float32), "action_mask": Box(0, 1, (bet_levels + 42,), int8)}` |
-| Rewards | `"chips"` (default): bankroll change per round; `"outcome"`: ±1 at the match end (see rules) |
-
-A player who goes broke is terminated while the others play on.
-
-Version history: v0, the first release.
-"""
+# ish as a PettingZoo AEC environment (the engine: .rules). The module docstring is the environment's
+# documentation page, rendered from the code by envs/core/docs.py (also written to docs/envs/ish.md).
 
 from ..core.aec import make_env_functions
+from ..core.docs import render_page
 from .rules import IshGame
 
+__doc__ = render_page(IshGame)
+
 raw_env, env = make_env_functions(IshGame)
+env.__doc__ = __doc__  # help(kahve.envs.ish.env) shows the page (the package exports this function)

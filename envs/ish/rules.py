@@ -98,6 +98,7 @@ from collections import Counter
 import numpy as np
 
 from ..core import cards as _cards
+from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
 from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
 
@@ -181,13 +182,14 @@ def _parse_reflex(text: str):
 
 
 SETTINGS = SettingsSpec("ish", [
-    Int("players", 4, 2, MAX_SEATS),
-    Int("bankroll", 100, 1, 10_000),
-    Int("min_bet", 1, 1, 10_000),
-    Int("max_bet", 10, 1, 10_000),
+    Int("players", 4, 2, MAX_SEATS, doc="table size"),
+    Int("bankroll", 100, 1, 10_000, doc="chips each player starts with"),
+    Int("min_bet", 1, 1, 10_000, doc="the lowest stake; a bankroll below it is out"),
+    Int("max_bet", 10, 1, 10_000, doc="the highest stake (at least min_bet)"),
     Int("bet_levels", 10, 2, 20, doc="steps of the stake ladder, spaced linearly (§5g)"),
     Choice("payout", "pot", ("pot", "matched"), doc="IS-6"),
-    Choice("card_selection", "auto", ("auto", "agent")),
+    Choice("card_selection", "auto", ("auto", "agent"),
+           doc="the engine takes the lowest free slots, or the agents choose (IS-5)"),
     Flag("crown_must_call", True, doc="IS-3"),
     Custom("reflex", 1.0, _check_reflex, "a positive number, or a list of one positive number per player "
            "(a larger value means slower)", parser=_parse_reflex, doc="IS-2"),
@@ -201,6 +203,54 @@ class IshGame(Game):
     version = 0
     settings_spec = SETTINGS
     cap_setting = "max_rounds"
+
+    # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
+    title = "Ish"
+    rules_section = "§5"
+    summary = ("Ish is a betting game of pure luck for 2 to 20 players on a 40-card sun deck. Everyone stakes, draws "
+               "two face-down cards, every card is turned up, and the highest *result* wins the pot, but only if "
+               "its holder calls \"Paoy\" (the Crown's holder: \"Kath\"); ties go to the fastest caller. A player "
+               "whose bankroll falls below `min_bet` is out. Its optimal policy is known (stake the minimum, call "
+               "exactly when eligible), which makes it a calibration environment.")
+    doc_tables = [dict(players=2), dict(players=4), dict(players=20), dict(players=4, bet_levels=4)]
+    action_ranges = [
+        ActionRange(0, lambda g: g.select_base - 1, "BET level k of the stake ladder (L = `bet_levels` levels, "
+                    "IS-4: only stakes within the bankroll)", ("BET",), text="`\"bet 5\"`, `\"bet 2 (level 1)\"`"),
+        ActionRange(lambda g: g.select_base, lambda g: g.no_call - 1, "SELECT slot k = id − L of the 40 face-down "
+                    "cards, only with `card_selection=\"agent\"`", ("SELECT",), text="`\"select slot 3\"`"),
+        ActionRange(lambda g: g.no_call, lambda g: g.no_call, "NO_CALL", ("CALL",), text="`\"stay silent\"`"),
+        ActionRange(lambda g: g.call, lambda g: g.call, "CALL (Paoy, or Kath for the Crown's holder)", ("CALL",),
+                    text="`\"call Paoy\"`, `\"call Kath\"`"),
+    ]
+    action_notes = ("`Discrete(L + 42)` with L = `bet_levels` (10 by default: `Discrete(52)`). Bare forms accepted by "
+                    "`parse_action`: `\"level 4\"`, `\"stake 5\"`, `\"slot 3\"`, `\"select 3\"`, `\"call\"`, "
+                    "`\"paoy\"`, `\"kath\"`, `\"silent\"`, `\"no call\"`, `\"pass\"` (no bare numbers).")
+    observation_blocks = [
+        ObsBlock("phase (one-hot BET, SELECT, CALL; all zero when the match is over)", 3, "0 or 1"),
+        ObsBlock(f"per seat, self first, padded to {MAX_SEATS} (5 each): bankroll, still in, this round's stake, "
+                 "has bet, is dealer", SEAT_WIDTH * MAX_SEATS, "/ total chips, 0 or 1, / `max_bet`, 0 or 1, 0 or 1"),
+        ObsBlock(f"per seat after REVEAL, padded to {MAX_SEATS} (14 each): result 0..12 (one-hot), or the Crown",
+                 RESULT_WIDTH * MAX_SEATS, "0 or 1"),
+        ObsBlock("I am eligible (after REVEAL)", 1, "0 or 1"),
+        ObsBlock("rounds completed", 1, "/ `max_rounds`, clipped at 1"),
+        ObsBlock("players still in", 1, f"/ {MAX_SEATS}"),
+    ]
+    observation_notes = ("The length is the same for every table size. No card is visible before REVEAL, not even "
+                         "one's own (IS-5); no call is ever visible (IS-1). The last round's cards, results and "
+                         "outcome stay visible until the next BET.")
+    reward_texts = {
+        "chips": "every seat's bankroll change, paid on the step that ends the round (zero-sum: chips are "
+                 "conserved, fines included).",
+        "outcome": "C-7 with eliminations: every seat that ends the match as a loser receives −1/(N−1) (N = the "
+                   "table size), paid on the step it goes broke (or at the match end), and the winners share what "
+                   "the losers paid; everyone 0 when all tie. Always zero-sum.",
+    }
+    rewards_note = ("One round is one core deal: the chip changes are the deal points, `scores` are net chips won, "
+                    "and bankroll = `bankroll` + score. A player who goes broke is terminated while the others play "
+                    "on. The match ends when one player is left, or after `max_rounds` (truncation: the highest "
+                    "bankroll wins, ties share). With `episode=\"deal\"` the round's winner (highest chip change) "
+                    "wins, and a void round is a tie.")
+    version_history = [(0, "first release")]
 
     def _configure(self) -> None:
         s = self.settings

@@ -93,6 +93,7 @@ import random
 import numpy as np
 
 from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
+from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
@@ -147,14 +148,14 @@ _SUBSETS: dict = {}
 _SUBSETS_MAX = 200_000
 
 SETTINGS = SettingsSpec("pasur", [
-    Int("target_score", 62, 20, 200),
-    Int("sur_value", 5, 0, 10),
+    Int("target_score", 62, 20, 200, doc="the match ends after a round in which someone reaches it (§2d)"),
+    Int("sur_value", 5, 0, 10, doc="points of a net sur"),
     Flag("sur_on_final_deal", False, doc="PA-6"),
-    Flag("sur_cancellation", True),
+    Flag("sur_cancellation", True, doc="a sur cancels one of the opponent's net surs (PA-7)"),
     Flag("sur_cap", False, doc="PA-8: a player on sur_cap_threshold or more at the round's start scores no sur"),
     Int("sur_cap_threshold", 50, 1, 200, doc="at most target_score"),
     Choice("redeal_rule", "standard", ("standard", "jacks_only"), doc="PA-5"),
-    Choice("tie_rule", "extra_round", ("extra_round", "draw")),
+    Choice("tie_rule", "extra_round", ("extra_round", "draw"), doc="equal totals at the end: another round, or a draw"),
     *common_settings("max_rounds", 30, 200),
 ])
 
@@ -165,6 +166,58 @@ class PasurGame(Game):
     settings_spec = SETTINGS
     obs_high = 10.0
     cap_setting = "max_rounds"
+
+    # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
+    title = "Pâsur"
+    rules_section = "§2"
+    summary = ("Pâsur (Haft-o Chahâr Yâzdah, \"seven and four, eleven\") is a Persian fishing game for 2 players "
+               "with one 52-card pack. A numeric card captures pool cards whose values bring the sum to 11, a K "
+               "takes a K, a Q a Q, and a J sweeps every numeric card and jack; emptying the pool with a non-jack "
+               "capture is a *sur*. Players score clubs (7 or more), 10♦, 2♣, aces, jacks and surs; the first to "
+               "`target_score` (62) after a round wins. One core \"deal\" is one Pâsur round.")
+    doc_tables = [dict()]
+    action_ranges = [
+        ActionRange(PLAY, PLAY + NUM_CARDS - 1, "PLAY(card id): play a card from hand (13·suit + rank)", ("PLAY",),
+                    text="`\"7H takes 4C\"`, `\"7H takes 4C (sur)\"`, `\"play 6D\"`, `\"7H trails\"`"),
+        ActionRange(TAKE, TAKE + NUM_CARDS - 1, "TAKE(pool card id = action − 52): the next pool card of the "
+                    "capture being chosen, in increasing card-id order (§2h)", ("SELECT",), text="`\"take 5S\"`"),
+    ]
+    action_notes = ("PLAY: any card in hand (mandatory capture is per card, PA-1). A card with no capture option "
+                    "trails, one with exactly one is captured at once, one with several opens SELECT, where TAKE "
+                    "picks the capture's cards until one option is left. `parse_action` also accepts the bare card "
+                    "(`\"7H\"`, `\"5S\"`), `\"play 7H\"`, and in SELECT the finished capture (`\"6D takes 5S\"`) "
+                    "for the pick that completes it.")
+    observation_blocks = [
+        ObsBlock("own hand (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("pool (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("my captured cards (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("opponent's captured cards (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("unseen cards (multi-hot): not in my hand, the pool, a captured pile or being played",
+                 NUM_CARDS, "0 or 1"),
+        ObsBlock("clubs captured, mine and the opponent's", 2, "/ 13"),
+        ObsBlock("net surs, mine and the opponent's", 2, "/ 5, clipped at 10"),
+        ObsBlock("points so far this round (cards + haft khâj once 7+ clubs + surs), mine and theirs", 2,
+                 "/ 20, clipped at 10"),
+        ObsBlock("hand number 1-6 (one-hot)", HANDS_PER_ROUND, "0 or 1"),
+        ObsBlock("final-deal flag (hand 6)", 1, "0 or 1"),
+        ObsBlock("stock size", 1, "cards / 40"),
+        ObsBlock("opponent's hand size", 1, "cards / 4"),
+        ObsBlock("last capturer: me, the opponent, none (one-hot)", 3, "0 or 1"),
+        ObsBlock("match totals, mine and the opponent's", 2, "/ `target_score`, clipped at 10"),
+        ObsBlock("sur-cap flags, mine and the opponent's (PA-8)", 2, "0 or 1"),
+        ObsBlock("I am the dealer", 1, "0 or 1"),
+        ObsBlock("phase (one-hot PLAY, SELECT; all zero when the game is over)", 2, "0 or 1"),
+        ObsBlock("card being played (one-hot, SELECT only)", NUM_CARDS, "0 or 1"),
+        ObsBlock("cards picked so far (multi-hot, SELECT only)", NUM_CARDS, "0 or 1"),
+        ObsBlock("remaining sum to 11 (a numeric card in SELECT only)", 1, "/ 10"),
+    ]
+    observation_notes = ("Hidden: the opponent's hand and the stock order; \"unseen\" is the opponent's hand and "
+                         "the stock together (a buried jack included).")
+    rewards_note = ("Deal (round) points (§2d): 7 for 7 or more clubs (haft khâj), 3 for 10♦, 2 for 2♣, 1 per A "
+                    "and J (card points total 20), `sur_value` per net sur. After a round in which someone reaches "
+                    "`target_score` the higher total wins; `tie_rule` decides equal totals; `max_rounds` "
+                    "truncates.")
+    version_history = [(0, "first release")]
 
     def __init__(self, **settings):
         self._explicit = set(settings)

@@ -114,6 +114,7 @@ import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, card_str, cards_str, \
     check_standard_deck
+from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
@@ -149,8 +150,8 @@ SETTINGS = SettingsSpec("pis_yedili", [
     Choice("after_seven_penalty", "continue", ("continue", "lose_turn"), doc="PY-3"),
     Flag("must_answer_seven", False, doc="PY-3"),
     Choice("twin_rule", "identical", ("identical", "same_rank", "off"), doc="PY-6"),
-    Int("jack_out_multiplier", 2, 1, 5),
-    Int("seven_out_multiplier", 3, 1, 5),
+    Int("jack_out_multiplier", 2, 1, 5, doc="hand penalties are multiplied when the deal is won with a J"),
+    Int("seven_out_multiplier", 3, 1, 5, doc="hand penalties are multiplied when the deal is won with a 7"),
     Flag("muamele", True, doc="PY-11"),
     Flag("muamele_multiplied", False, doc="PY-11"),
     Flag("muamele_on_exhaustion", False, doc="PY-10"),
@@ -167,6 +168,55 @@ class PisYediliGame(Game):
     obs_high = 10.0
     points_sign = -1
     cap_setting = "max_deals"
+
+    # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
+    title = "Pis Yedili"
+    rules_section = "§3"
+    summary = ("Pis Yedili (\"Dirty Seven\") is a shedding game for 2 to 4 players: follow the top card's suit or "
+               "rank and get rid of every card. A 7 makes the next player draw 3 (or answer with a 7), a J names a "
+               "suit, a 10 bounces or reverses play, an A makes everyone else draw. 2 players use one pack, 3 or 4 "
+               "players two packs. The cards left in the other hands are penalty points: the lowest total wins once "
+               "someone reaches `game_end_penalty` (101).")
+    doc_tables = [dict(players=2), dict(players=3), dict(players=4)]
+    _CARD_PHASES = ("FIRST_ROUND", "NORMAL", "FACING_SEVEN", "POST_DRAW", "FOLLOW_UP")
+    action_ranges = [
+        ActionRange(0, PLAY_J - 1, "PLAY(card id), any card but a J (the J ids 10, 23, 36, 49 are never legal)",
+                    _CARD_PHASES, text="`\"7H\"`"),
+        ActionRange(PLAY_J, DRAW - 1, "PLAY_J: the jack of suit s naming suit d, id = 52 + 4·s + d (suits C D H S)",
+                    ("NORMAL", "POST_DRAW", "FOLLOW_UP"), text="`\"JD names spades\"`"),
+        ActionRange(DRAW, DRAW, "DRAW one card (NORMAL; FOLLOW_UP without a legal card)", ("NORMAL", "FOLLOW_UP"),
+                    text="`\"draw\"`"),
+        ActionRange(PASS, PASS, "PASS: end the turn after a draw", ("POST_DRAW",), text="`\"pass\"`"),
+        ActionRange(TAKE_PENALTY, TAKE_PENALTY, "TAKE_PENALTY: draw every pending card after a 7", ("FACING_SEVEN",),
+                    text="`\"take 6\"`"),
+    ]
+    action_notes = ("A legal card (§3c): any J; on a J a card of the named suit; otherwise a card of the top card's "
+                    "suit or rank; never an A as the player's only card (PY-7). In FIRST_ROUND only a club of rank "
+                    "2-6, 8, 9, Q or K (PY-9); facing a 7 only a 7 (PY-3). Bare forms accepted by `parse_action`: "
+                    "`\"play 7H\"`; `\"JD spades\"`, `\"JD S\"`, `\"JD ♠\"`, `\"play JD names spades\"`; "
+                    "`\"take\"`, `\"take penalty\"` (a plain `\"JD\"` is ambiguous and not accepted).")
+    observation_blocks = [
+        ObsBlock("own hand, per card id", NUM_CARDS, "copies held / 2"),
+        ObsBlock("top card of the discard pile (one-hot; the last entry: empty)", NUM_CARDS + 1, "0 or 1"),
+        ObsBlock("suit named by a J on top (one-hot C D H S; the last entry: none)", 5, "0 or 1"),
+        ObsBlock("pending penalty cards (after 7s)", 1, "cards / 24"),
+        ObsBlock("phase (one-hot FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP; zero at the deal end)",
+                 5, "0 or 1"),
+        ObsBlock("follow-up reason (ace, twin)", 2, "0 or 1"),
+        ObsBlock("the player to move has drawn this turn", 1, "0 or 1"),
+        ObsBlock("discard pile, per card id", NUM_CARDS, "copies / 2"),
+        ObsBlock("hand sizes of next(self), next(next(self)), ..., padded to 3", 3, "cards / 30, clipped at 1"),
+        ObsBlock("stock size", 1, "cards / 83, clipped at 1"),
+        ObsBlock("match totals of self, next(self), ..., padded to 4", 4, "/ `game_end_penalty`, clipped at 10"),
+        ObsBlock("player count (one-hot 2, 3, 4)", 3, "0 or 1"),
+        ObsBlock("direction of play", 1, "+1 or −1"),
+    ]
+    observation_notes = "Hidden: the other hands and the stock order."
+    rewards_note = ("Deal points are penalties (§3d): the cards left in a hand (2-10 face value, Q K 10, A 11, J 25), "
+                    "times `jack_out_multiplier` or `seven_out_multiplier` when the deal was won with a J or a 7, "
+                    "plus Muamele draws (PY-11). The match ends after a deal in which someone reaches "
+                    "`game_end_penalty`; the lowest total wins, ties share (PY-12); `max_deals` truncates.")
+    version_history = [(0, "first release")]
 
     def _configure(self) -> None:
         s = self.settings

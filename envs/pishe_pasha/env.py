@@ -1,19 +1,11 @@
-"""Pishe Pasha as a PettingZoo AEC environment (the engine and its documentation: :mod:`.rules`).
-
-| Import | `from kahve.envs import pishe_pasha; env = pishe_pasha.env(match_target=50)` |
-| --- | --- |
-| Agents | `player_0`, `player_1` |
-| Action space | `Discrete(4)`: 0 turn, 1 give, 2 place, 3 keep |
-| Observation | `{"observation": Box(0, 1, (587,), float32), "action_mask": Box(0, 1, (4,), int8)}` |
-
-With the default `skip_single_choice=True` an agent is only asked when it has a real choice (GIVE or TURN,
-PLACE or KEEP); every other step is played by the engine. With `give_compulsory=True` every step is forced,
-so use `skip_single_choice=False` there (otherwise the match is over before the first agent acts).
-
-Version history: v0, the first release.
-"""
+# pishe_pasha as a PettingZoo AEC environment (the engine: .rules). The module docstring is the environment's
+# documentation page, rendered from the code by envs/core/docs.py (also written to docs/envs/pishe_pasha.md).
 
 from ..core.aec import make_env_functions
+from ..core.docs import render_page
 from .rules import PishePashaGame
 
+__doc__ = render_page(PishePashaGame)
+
 raw_env, env = make_env_functions(PishePashaGame)
+env.__doc__ = __doc__  # help(kahve.envs.pishe_pasha.env) shows the page (the package exports this function)

@@ -110,6 +110,7 @@ import random
 import numpy as np
 
 from ..core.cards import NUM_CARDS, SUITS, card_str, cards_str
+from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
@@ -148,6 +149,51 @@ class PishePashaGame(Game):
     name = "pishe_pasha"
     version = 0
     settings_spec = SETTINGS
+
+    # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
+    title = "Pishe Pasha"
+    rules_section = "§4"
+    summary = ("Pishe Pasha (Pisha Pasha) is a two-player competitive patience with one 52-card pack: each player "
+               "races to empty a face-down stock of 26 and a face-up discard pile onto four shared suit piles (A up "
+               "to K) or onto the opponent's discard pile (one rank up or down). The deal's winner scores the cards "
+               "the opponent has left; a match is one deal or first to 50 / 100 points (`match_target`).")
+    doc_tables = [dict()]
+    action_ranges = [
+        ActionRange(TURN, TURN, "TURN: turn the top stock card (the discard pile is turned over first when the "
+                    "stock is empty)", ("MAIN",), text="`\"turn\"`"),
+        ActionRange(GIVE, GIVE, "GIVE: move my discard top onto the opponent's discard pile", ("MAIN",),
+                    text="`\"give 7H onto 8C\"` (`\"give\"`, `\"give 7H\"`)"),
+        ActionRange(PLACE, PLACE, "PLACE: put the pending card on the opponent's discard pile", ("PENDING",),
+                    text="`\"place 9D\"` (`\"place\"`)"),
+        ActionRange(KEEP, KEEP, "KEEP: put the pending card on my discard pile (the turn ends)", ("PENDING",),
+                    text="`\"keep 9D\"` (`\"keep\"`)"),
+    ]
+    action_notes = ("Only MAIN and PENDING are decisions; everything else (suit-pile moves, CLOSURE) is done by the "
+                    "engine. With `give_compulsory=True` GIVE is the only MAIN action when legal and PENDING offers "
+                    "only PLACE; with `skip_single_choice=True` every step is then forced, so an AEC environment of "
+                    "that variant needs `skip_single_choice=False` (each forced step is offered as the single legal "
+                    "action).")
+    observation_blocks = [
+        ObsBlock("where each card is, one-hot over 7 per card (`7·card + k`): 0 unseen (an unturned original "
+                 "stock), 1 suit pile, 2 my discard, 3 their discard, 4 my stock in known order, 5 their stock in "
+                 "known order, 6 pending", 7 * NUM_CARDS, "0 or 1"),
+        ObsBlock("each card's depth from the top of its pile (top card 0; 0 for unseen and pending cards)",
+                 NUM_CARDS, "/ 52"),
+        ObsBlock("suit pile levels (C, D, H, S)", 4, "cards / 13"),
+        ObsBlock("my stock, my discard, their stock, their discard sizes", 4, "cards / 52"),
+        ObsBlock("my discard top (one-hot; the last entry: none)", NUM_CARDS + 1, "0 or 1"),
+        ObsBlock("their discard top (one-hot; the last entry: none)", NUM_CARDS + 1, "0 or 1"),
+        ObsBlock("pending card (one-hot; the last entry: none)", NUM_CARDS + 1, "0 or 1"),
+        ObsBlock("phase (one-hot MAIN, PENDING; all zero when the game is over)", 2, "0 or 1"),
+        ObsBlock("match scores, mine and theirs", 2, "/ target (52 for `\"one_deal\"`), clipped at 1"),
+    ]
+    observation_notes = ("Hidden: the unturned cards of both original stocks. A stock made by turning over a discard "
+                         "pile has a publicly known order, so its cards are located exactly.")
+    rewards_note = ("Deal points (§4d): the deal's winner scores the cards left in the opponent's stock and discard "
+                    "pile; the loser scores 0. A deal that reaches `max_turns` is drawn, worth 0 to both; a match "
+                    "(or episode) ending on a drawn deal has no winner (outcome reward 0) and is reported as "
+                    "truncated.")
+    version_history = [(0, "first release")]
 
     def _configure(self) -> None:
         s = self.settings

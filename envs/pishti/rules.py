@@ -70,16 +70,16 @@ TEN_DIAMONDS = card_id(9, 1)
 SETTINGS = SettingsSpec("pishti", [
     Choice("players", 4, (2, 4), doc="2 or 4 players (PI-1)"),
     Flag("partnerships", True, doc="with 4 players: seats 0+2 against 1+3 (PI-1)"),
-    Int("target_score", 151, 50, 500),
-    Int("pisti_value", 10, 5, 20),
-    Int("jack_pisti_value", 20, 10, 40, step=5),
+    Int("target_score", 151, 50, 500, doc="the match ends after a deal in which a side reaches it (§1d)"),
+    Int("pisti_value", 10, 5, 20, doc="points of a pişti (§1d)"),
+    Int("jack_pisti_value", 20, 10, 40, step=5, doc="points of a jack pişti, per jack_double (PI-2)"),
     Choice("jack_double", "jack_on_jack", ("never", "jack_on_jack", "any_jack"), doc="PI-2"),
-    Int("majority_bonus", 3, 0, 10),
+    Int("majority_bonus", 3, 0, 10, doc="to the side with the unique most cards (PI-8)"),
     Flag("jack_on_empty_counts", False, doc="PI-4"),
     Flag("jack_on_lone_card_is_pisti", True, doc="PI-3"),
-    Int("two_clubs_value", 2, 2, 3),
-    Int("ten_diamonds_value", 3, 3, 4),
-    Choice("tie_rule", "extra_deal", ("extra_deal", "shared_win")),
+    Int("two_clubs_value", 2, 2, 3, doc="points of 2C"),
+    Int("ten_diamonds_value", 3, 3, 4, doc="points of TD"),
+    Choice("tie_rule", "extra_deal", ("extra_deal", "shared_win"), doc="a tie at the top: another deal, or shared"),
     *common_settings("max_deals", 40, 200),
 ])
 
