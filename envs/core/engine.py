@@ -175,6 +175,26 @@ class State:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
+        """The whole state, hidden parts included, as plain JSON-able data: the keys every game shares
+        (``game``, ``settings``, ``players``, ``dealer``, ``current_player``, then the game's own keys from
+        :meth:`_state_dict`, documented in its module docstring, then ``scores`` per side,
+        ``deals_completed``, ``terminal``, ``truncated``, ``winners``)."""
+        return {
+            "game": self.game.name,
+            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings.items()},
+            "players": self.num_players,
+            "dealer": self.dealer,
+            "current_player": self.current_player,
+            **self._state_dict(),
+            "scores": list(self.scores),
+            "deals_completed": self.deals_completed,
+            "terminal": self.terminal,
+            "truncated": self.truncated,
+            "winners": None if self.winners is None else list(self.winners),
+        }
+
+    def _state_dict(self) -> dict:
+        """The game's own part of :meth:`to_dict`."""
         raise NotImplementedError
 
     def render(self, seat: int | None = None) -> str:

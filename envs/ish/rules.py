@@ -608,16 +608,11 @@ class IshState(State):
         r = self.results[p]
         return None if r is None else ("CR" if r == CROWN_RESULT else r)
 
-    def to_dict(self) -> dict:
-        g, n = self.game, self.num_players
+    def _state_dict(self) -> dict:
+        n = self.num_players
         return {
-            "game": g.name,
-            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings.items()},
-            "players": n,
             "round": self.deals_completed + (0 if self.is_terminal else 1),
             "phase": PHASE_NAMES[self.phase],
-            "dealer": self.dealer,
-            "current_player": self.current_player,
             "order": list(self.order),
             "bankrolls": list(self.bankroll),
             "out": list(self.out),
@@ -630,11 +625,6 @@ class IshState(State):
             "eligible": [p for p in range(n) if self.eligible[p]],
             "calls": list(self.calls),
             "last_round": _copy_plain(self.last_round),
-            "scores": list(self.scores),
-            "deals_completed": self.deals_completed,
-            "terminal": self.terminal,
-            "truncated": self.truncated,
-            "winners": None if self.winners is None else list(self.winners),
         }
 
     def render(self, seat: int | None = None) -> str:

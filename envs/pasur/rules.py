@@ -77,13 +77,13 @@ Decisions beyond RULES.md
 Speed: capture options depend only on the played value and the values of the pool's numeric cards in
 card-id order, so their enumeration is cached per such pool shape (E3's 100 options are computed once).
 
-``to_dict()`` keys: ``game``, ``settings``, ``dealer``, ``current_player``, ``phase``, ``hands`` (per seat,
+``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``phase``, ``hands`` (per seat,
 sorted), ``pool`` (arrival order), ``stock`` (top first), ``captured`` (per seat, in capture order),
 ``surs`` (net, per seat), ``sur_capped`` (per seat), ``last_capturer``, ``hand_number``, ``selecting``
 (``None`` or ``{"card", "picked", "options"}``), ``turns`` (this round's finished plays, each
 ``{"player", "card", "took", "sur", "text"}`` with ``sur`` one of ``None``, ``"sur"``, ``"cancel"``,
 ``"capped"``), ``leftover`` (``None`` or ``{"player", "cards"}`` once the round ended), ``buried_jacks``
-and ``redeals`` (this round's deal), ``round_start_scores``, ``scores``, ``rounds_completed``,
+and ``redeals`` (this round's deal), ``round_start_scores``, ``scores``, ``deals_completed`` (rounds completed),
 ``terminal``, ``truncated``, ``winners``.
 """
 
@@ -578,7 +578,7 @@ class PasurState(State):
             text += " (sur)"
         return {"player": p, "card": card_str(card), "took": cards_str(taken), "sur": sur, "text": text}
 
-    def to_dict(self) -> dict:
+    def _state_dict(self) -> dict:
         sel = None
         if self.phase == PHASE_SELECT:
             sel = {"card": card_str(self.sel_card), "picked": cards_str(self.picked),
@@ -587,10 +587,6 @@ class PasurState(State):
         if self.leftover is not None:
             left = {"player": self.leftover[0], "cards": cards_str(self.leftover[1])}
         return {
-            "game": self.game.name,
-            "settings": self.settings.as_dict(),
-            "dealer": self.dealer,
-            "current_player": self.current_player,
             "phase": PHASE_NAMES[self.phase],
             "hands": [cards_str(h) for h in self.hands],
             "pool": cards_str(self.pool),
@@ -606,11 +602,6 @@ class PasurState(State):
             "buried_jacks": cards_str(self.buried_jacks),
             "redeals": self.redeals,
             "round_start_scores": list(self.round_start_scores),
-            "scores": list(self.scores),
-            "rounds_completed": self.deals_completed,
-            "terminal": self.terminal,
-            "truncated": self.truncated,
-            "winners": self.winners,
         }
 
     def render(self, seat: int | None = None) -> str:

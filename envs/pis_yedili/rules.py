@@ -626,14 +626,9 @@ class PisYediliState(State):
         st._legal = None
         return st
 
-    def to_dict(self) -> dict:
+    def _state_dict(self) -> dict:
         top = self.discard[-1] if self.discard else None
         return {
-            "game": self.game.name,
-            "settings": self.settings.as_dict(),
-            "players": self.num_players,
-            "dealer": self.dealer,
-            "current_player": self.current_player,
             "phase": PHASE_NAMES[self.phase],
             "direction": self.direction,
             "hands": [cards_str(sorted(h)) for h in self.hands],
@@ -646,11 +641,6 @@ class PisYediliState(State):
             "drawn": self.drawn,
             "first_round_left": self.first_round_left,
             "muamele_cards": [cards_str(m) for m in self.muamele_cards],
-            "scores": list(self.scores),
-            "deals_completed": self.deals_completed,
-            "terminal": self.terminal,
-            "truncated": self.truncated,
-            "winners": self.winners,
         }
 
     def render(self, seat: int | None = None) -> str:

@@ -93,7 +93,7 @@ by turning over a discard pile has a publicly known order, so its cards are loca
 
     Length 587.
 
-``to_dict()`` keys: ``game``, ``settings``, ``dealer``, ``current_player``, ``phase`` ("MAIN", "PENDING" or None),
+``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``phase`` ("MAIN", "PENDING" or None),
 ``stocks`` (per seat, top first), ``stock_known`` (per seat: is the stock's order public, PP-5), ``discards``
 (per seat, bottom first), ``suit_piles`` (per suit C, D, H, S, ace first), ``pending`` (card or None),
 ``turn_number`` (turns completed this deal), ``scores`` (per seat), ``deals_completed``, ``terminal``,
@@ -467,12 +467,8 @@ class PishePashaState(State):
     def suit_piles(self) -> list[list[int]]:
         return [[13 * s + r for r in range(lv)] for s, lv in enumerate(self.levels)]
 
-    def to_dict(self) -> dict:
+    def _state_dict(self) -> dict:
         return {
-            "game": self.game.name,
-            "settings": self.settings.as_dict(),
-            "dealer": self.dealer,
-            "current_player": self.current_player,
             "phase": PHASE_NAMES[self.phase] if self.current_player is not None else None,
             "stocks": [cards_str(reversed(s)) for s in self.stocks],
             "stock_known": list(self.stock_known),
@@ -480,11 +476,6 @@ class PishePashaState(State):
             "suit_piles": [cards_str(p) for p in self.suit_piles()],
             "pending": card_str(self.pending) if self.pending != NO_CARD else None,
             "turn_number": self.turn_number,
-            "scores": list(self.scores),
-            "deals_completed": self.deals_completed,
-            "terminal": self.terminal,
-            "truncated": self.truncated,
-            "winners": self.winners,
         }
 
     def render(self, seat: int | None = None) -> str:

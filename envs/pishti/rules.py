@@ -385,14 +385,8 @@ class PishtiState(State):
                 dark = dark[len(hidden):]
         return st
 
-    def to_dict(self) -> dict:
-        g = self.game
+    def _state_dict(self) -> dict:
         return {
-            "game": g.name,
-            "settings": self.settings.as_dict(),
-            "players": g.num_players,
-            "dealer": self.dealer,
-            "current_player": self.current_player,
             "hands": [cards_str(sorted(h)) for h in self.hands],
             "stock": cards_str(reversed(self.stock)),
             "pile": cards_str(self.pile),
@@ -404,11 +398,6 @@ class PishtiState(State):
             "last_capturer": self.last_capturer,
             "play_number": self.play_number,
             "hand_number": self.hand_number,
-            "scores": list(self.scores),
-            "deals_completed": self.deals_completed,
-            "terminal": self.terminal,
-            "truncated": self.truncated,
-            "winners": self.winners,
         }
 
     def render(self, seat: int | None = None) -> str:

@@ -488,7 +488,7 @@ def test_render_and_to_dict_mid_game():
     text = st.render(D)
     assert "8H" in text and "PENDING" in text and "place 8H" in text and "23 face down" in text
     t = st.to_dict()
-    assert set(t) == {"game", "settings", "dealer", "current_player", "phase", "stocks", "stock_known",
+    assert set(t) == {"game", "settings", "players", "dealer", "current_player", "phase", "stocks", "stock_known",
                       "discards", "suit_piles", "pending", "turn_number", "scores", "deals_completed",
                       "terminal", "truncated", "winners"}
     json.dumps(t)
