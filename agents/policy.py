@@ -6,7 +6,7 @@ a search policy uses only ``state.clone()``/``state.determinize(seat, rng)`` fro
 heuristics read only what their seat may know (tests check both by re-dealing hidden cards).
 
 Spec strings name policies everywhere (CLI, configs): ``random``, ``heuristic``, ``ismcts`` or
-``ismcts:400`` (iterations per move), or the path of an exported bot file.
+``ismcts:400`` (iterations per move), ``rollout:16`` (flat Monte-Carlo over the heuristic), or the path of an exported bot file.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-POLICY_SPECS = ("random", "heuristic", "ismcts[:ITERATIONS]", "PATH to an exported bot file")
+POLICY_SPECS = ("random", "heuristic", "ismcts[:ITERATIONS]", "rollout[:K]", "PATH to an exported bot file")
 
 
 @runtime_checkable
@@ -64,6 +64,15 @@ def make_policy(spec: str, game, seed: int | None = None):
         if iterations < 1:
             raise ValueError(f"bad policy spec {spec!r}: ismcts takes a positive iteration count, e.g. ismcts:200")
         return ISMCTS(game, iterations=iterations, seed=seed)
+    if name == "rollout":
+        from .rollout import RolloutPolicy
+        try:
+            k = int(arg) if arg else RolloutPolicy.DEFAULT_ROLLOUTS
+        except ValueError:
+            k = -1
+        if k < 1:
+            raise ValueError(f"bad policy spec {spec!r}: rollout takes a positive number of worlds, e.g. rollout:16")
+        return RolloutPolicy(game, rollouts=k, seed=seed)
     if os.path.sep in spec or spec.endswith((".onnx", ".kahve", ".bot")) or os.path.exists(spec):
         if not os.path.exists(spec):
             raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")

@@ -21,9 +21,13 @@ class ScoredHeuristic:
         pass
 
     def act(self, observation, action_mask, state=None) -> int:
-        legal = [int(a) for a in np.flatnonzero(action_mask)]
         if state is None:
             raise ValueError(f"the {self.game.name} heuristic needs the engine state as its third argument")
+        return self.choose(state, [int(a) for a in np.flatnonzero(action_mask)])
+
+    def choose(self, state, legal: list[int]) -> int:
+        """The best-scored of ``legal`` (the legal actions of ``state``); no observation needed, which
+        makes the heuristic cheap enough to be the rollout policy of a search."""
         if len(legal) == 1:
             return legal[0]
         scores = [self.score(state, a) for a in legal]

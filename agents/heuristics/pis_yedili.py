@@ -140,11 +140,10 @@ class Heuristic(ScoredHeuristic):
         self._view = None
         self._view_state = None
 
-    def act(self, observation, action_mask, state=None) -> int:
-        if state is not None:
-            self._view_state, self._view = state, None
+    def choose(self, state, legal: list[int]) -> int:
+        self._view_state, self._view = state, None
         try:
-            return super().act(observation, action_mask, state)
+            return super().choose(state, legal)
         finally:
             self._view_state, self._view = None, None
 
