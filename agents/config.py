@@ -216,7 +216,13 @@ def load(path, overrides: list[str] | None = None) -> dict:
     """Read, override and validate a YAML config file."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no config file at {path}")
+        from kahve import configs
+        shipped = configs.find(str(path))
+        if shipped is None:
+            raise FileNotFoundError(f"no config file at {path} (shipped configs: "
+                                    + ", ".join(sorted(str(p.relative_to(configs.ROOT)) for p in configs.ROOT.glob("*/*.yaml")))
+                                    + ")")
+        path = shipped
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:

@@ -73,8 +73,13 @@ def make_policy(spec: str, game, seed: int | None = None):
         if k < 1:
             raise ValueError(f"bad policy spec {spec!r}: rollout takes a positive number of worlds, e.g. rollout:16")
         return RolloutPolicy(game, rollouts=k, seed=seed)
-    if os.path.sep in spec or spec.endswith((".onnx", ".kahve", ".bot")) or os.path.exists(spec):
+    if os.path.sep in spec or spec.endswith(".onnx") or os.path.exists(spec):
         if not os.path.exists(spec):
+            from kahve import checkpoints
+            shipped = checkpoints.find(spec)
+            if shipped is not None:
+                from .bot import Bot
+                return Bot.load(shipped, game=game)
             raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
         from .bot import Bot
         return Bot.load(spec, game=game)
