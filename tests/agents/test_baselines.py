@@ -124,6 +124,7 @@ def test_wilson_interval():
     ("rando", "unknown policy spec 'rando'; accepted: random, heuristic, ismcts"),
     ("ismcts:x", "positive iteration count"),
     ("ismcts:0", "positive iteration count"),
+    ("rollout:-2", "positive number of worlds"),
     ("", "non-empty string"),
     ("no/such/bot.onnx", "no such file"),
 ])
@@ -141,3 +142,22 @@ def test_random_policy_is_seeded_and_legal():
     assert a == b and set(a) <= {3, 9, 40}
     seq = RandomPolicy(2)
     assert {seq.act(None, mask) for _ in range(60)} == {3, 9, 40}
+
+
+def test_rollout_policy_improves_on_random_and_plays_legally():
+    r = evaluate("pishti", "rollout:4", "random", games=16, settings=QUICK["pishti"], seed=3)
+    assert r["win_rate"] > 0.6 and r["points_per_deal"] > 3, format_report(r)
+    g = envs.game_class("pishe_pasha")()
+    pol = make_policy("rollout:2", g, seed=0)
+    st = g.new_state(1)
+    while st.current_player is not None:
+        a = pol.act(st.observation(st.current_player), st.legal_mask(), st)
+        assert a in st.legal_actions()
+        st.apply(a)
+
+
+def test_packaged_config_and_bot_names_resolve():
+    from kahve.agents import config as config_mod
+    assert config_mod.load("pishti/ppo")["game"] == "pishti"
+    with pytest.raises(FileNotFoundError, match="shipped configs: .*pishti/ppo.yaml"):
+        config_mod.load("pishti/nope.yaml")
