@@ -17,8 +17,19 @@ from .single_agent import LearnerEnv
 
 
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
-                           gamma: float, seed: int) -> dict:
-    """Play ``steps`` learner decisions with ``teacher`` in the learner's seat."""
+                           gamma: float, seed: int, workers: int = 1) -> dict:
+    """Play ``steps`` learner decisions with ``teacher`` in the learner's seat, in ``workers`` processes
+    (a search teacher such as ``rollout:8`` costs milliseconds per decision)."""
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        share = -(-steps // workers)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            parts = list(ex.map(collect_demonstrations, *zip(*[(game, settings, pool, teacher, share, gamma,
+                                                                  seed * 1009 + w) for w in range(workers)])))
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    from .threads import limit_threads
+    limit_threads()
     env = LearnerEnv(game, settings, pool, seed=seed)
     policy = make_policy(teacher, env.game, seed)
     obs_l, mask_l, act_l, ret_l = [], [], [], []

@@ -124,7 +124,8 @@ class Trainer:
         pre = self.cfg["pretrain"]
         t = time.perf_counter()
         data = collect_demonstrations(self.cfg["game"], self.cfg["settings"], self.pool, pre["teacher"],
-                                      pre["steps"], self.cfg["ppo"]["gamma"], self.cfg["seed"] + 17)
+                                      pre["steps"], self.cfg["ppo"]["gamma"], self.cfg["seed"] + 17,
+                                      workers=self.cfg["n_envs"] if self.cfg["vec_env"] == "subproc" else 1)
         self.log(f"behaviour cloning: {len(data['actions']):,} decisions of {pre['teacher']} collected in "
                  f"{time.perf_counter() - t:.0f} s")
         stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],

@@ -241,3 +241,11 @@ def test_behaviour_cloning_moves_the_policy_towards_the_teacher():
     before = behaviour_clone(model, data, 1, 256, 0.0, seed=0, log=lambda *a: None)["accuracy"]
     after = behaviour_clone(model, data, 6, 256, 3e-3, seed=0, log=lambda *a: None)["accuracy"]
     assert after > before + 0.2 and after > 0.6, (before, after)
+
+
+def test_demonstrations_in_parallel_are_reproducible():
+    from kahve.agents.pretrain import collect_demonstrations
+    pool = OpponentPool([("random", 1.0)])
+    a = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)
+    b = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)
+    assert len(a["actions"]) >= 300 and all(np.array_equal(a[k], b[k]) for k in a)
