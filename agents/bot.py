@@ -31,6 +31,10 @@ class BotFileError(ValueError):
     """A bot file that cannot be used here."""
 
 
+class BotSettingsWarning(UserWarning):
+    """A bot plays under settings it was not trained with (that do not change its spaces)."""
+
+
 def bot_metadata(game, algorithm: str, training_steps: int, evaluation: dict | None = None, **extra) -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "game": game.name, "env_version": game.version,
             "settings": game.settings.as_dict(), "observation_size": game.observation_size,
@@ -141,4 +145,5 @@ def check_fits(meta: dict, game, path: str = "bot") -> None:
              and k not in ("episode", "reward", "skip_single_choice")]
     if other:
         warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in other)
-                      + "; playing with " + ", ".join(f"{k}={game.settings[k]!r}" for k in other), stacklevel=3)
+                      + "; playing with " + ", ".join(f"{k}={game.settings[k]!r}" for k in other),
+                      BotSettingsWarning, stacklevel=3)

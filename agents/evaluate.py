@@ -18,11 +18,13 @@ import os
 import random
 import re
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from kahve import envs
 
+from .bot import BotSettingsWarning
 from .policy import make_policy
 from .threads import limit_threads
 
@@ -89,6 +91,8 @@ class Matchup:
 def _play_units(matchup: Matchup, units: list[int]) -> list[dict]:
     """Worker: play every rotation of the given units. Policies are built here, seeded per (unit, seat)."""
     limit_threads()
+    # the caller chose the settings on purpose (e.g. full matches for a bot trained on single deals)
+    warnings.filterwarnings("ignore", category=BotSettingsWarning)
     game = envs.game_class(matchup.game)(**matchup.settings)
     out = []
     for unit in units:
