@@ -159,8 +159,10 @@ def evaluate(game: str, a: str, b: str, games: int = 100, settings: dict | None 
     """
     settings = dict(settings or {})
     g = envs.game_class(game)(**settings)
-    for spec in [a, b, *(others or [])]:
-        make_policy(spec, g, 0)                           # a bad spec fails here, before any work
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BotSettingsWarning)
+        for spec in [a, b, *(others or [])]:
+            make_policy(spec, g, 0)                       # a bad spec fails here, before any work
     matchup = Matchup(game, settings, a, b, list(others or []), seed, record=record_dir is not None)
     n_units = max(1, math.ceil(games / g.num_sides))
     units = list(range(n_units))
