@@ -92,15 +92,21 @@ class LearnerEnv(gym.Env):
         if seed is not None:
             self._rng = random.Random(seed)
         g = self.game
-        self.learner_side = self._episodes % g.num_sides
-        self._episodes += 1
-        self._opponents = [None if side == self.learner_side else self.pool.draw(self._rng, g)
-                           for side in range(g.num_sides)]
-        for p in self._opponents:
-            if p is not None and hasattr(p, "reset"):
-                p.reset()
-        self.state = g.new_state(self._rng.getrandbits(64), (options or {}).get("deck"))
-        self._advance()
+        deck = (options or {}).get("deck")
+        while True:
+            self.learner_side = self._episodes % g.num_sides
+            self._episodes += 1
+            self._opponents = [None if side == self.learner_side else self.pool.draw(self._rng, g)
+                               for side in range(g.num_sides)]
+            for p in self._opponents:
+                if p is not None and hasattr(p, "reset"):
+                    p.reset()
+            self.state = g.new_state(self._rng.getrandbits(64), deck)
+            self._advance()
+            # an episode in which the learner never has a real decision (every move of its forced, e.g. a
+            # Pishe Pasha deal without a GIVE or PENDING for it) teaches nothing and cannot be stepped: next one
+            if self.state.current_player is not None or deck is not None:
+                break
         obs = self.state.observation(self._my_seat)
         return obs, {"action_mask": self.action_masks()}
 

@@ -249,3 +249,11 @@ def test_demonstrations_in_parallel_are_reproducible():
     a = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)
     b = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)
     assert len(a["actions"]) >= 300 and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_learner_env_skips_episodes_without_a_decision_for_the_learner():
+    # Pishe Pasha: with skip_single_choice, a deal can end before the learner has any real choice
+    env = LearnerEnv("pishe_pasha", {}, OpponentPool([("heuristic", 1.0)]), seed=0)
+    for _ in range(300):
+        obs, info = env.reset()
+        assert env.state.current_player is not None and info["action_mask"].any()
