@@ -1,0 +1,47 @@
+"""Writes checkpoints/README.md from the shipped bots' metadata and reports: ``python checkpoints/make_readme.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).parent
+
+
+def main() -> None:
+    from kahve.agents.bot import Bot
+    rows = []
+    for bot_path in sorted(ROOT.glob("*/*.onnx")):
+        meta = Bot.read_metadata(bot_path)[1]
+        ev = json.loads(bot_path.with_suffix(".eval.json").read_text()) if bot_path.with_suffix(".eval.json").exists() else {}
+        res = ev.get("results", {})
+
+        def cell(opp):
+            r = res.get(opp)
+            if not r:
+                return "–"
+            lo, hi = r["win_rate_ci95"]
+            return f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}), n={r['games']}"
+        table = {k: v for k, v in meta["settings"].items() if k in ("players", "partnerships")}
+        verdict = {True: "meets", False: "does **not** meet", None: "–"}[ev.get("verdict")]
+        rows.append(f"| [{bot_path.parent.name}/{bot_path.name}]({bot_path.parent.name}/{bot_path.stem}.md) | "
+                    f"{table or 'default'} | {meta['algorithm']}, {meta['training_steps']:,} steps | "
+                    f"{cell('random')} | {cell('heuristic')} | {verdict} |")
+    text = ["# Shipped bots", "",
+            "One ONNX file per bot (observation → action logits; apply the legal-action mask outside the graph) with",
+            "its metadata (game, env version, the settings it was trained under, training summary) inside the file",
+            "and an evaluation report beside it (`.md`, full numbers in `.eval.json`). Load one with",
+            "`kahve.agents.Bot.load(path)` (needs only numpy and onnxruntime), name it as a policy anywhere",
+            "(`kahve evaluate pishti checkpoints/pishti/ppo_2p.onnx heuristic --settings players=2`), or play it:",
+            "`kahve play pishti --settings players=2 --bot checkpoints/pishti/ppo_2p.onnx`.", "",
+            "Win rates are over full matches with seats rotated and decks mirrored, 95% intervals. The bar",
+            "(CLARIFICATIONS.md): in Pâsur, Pişti (2 players) and Pis Yedili (2 players) the whole interval against the",
+            "heuristic above 50% and at least 90% against random; Pishe Pasha: the interval against the heuristic",
+            "reaching 50%; Ish: the known optimum (minimum stake, calling exactly when eligible).", "",
+            "| bot | table | training | vs random | vs heuristic | bar |", "| --- | --- | --- | --- | --- | --- |",
+            *rows, "", "Regenerate this page with `python checkpoints/make_readme.py` after `kahve export ... --report`.", ""]
+    (ROOT / "README.md").write_text("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()
