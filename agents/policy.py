@@ -57,22 +57,13 @@ def make_policy(spec: str, game, seed: int | None = None):
         return heuristic_for(game, seed)
     if name == "ismcts":
         from .ismcts import ISMCTS
-        try:
-            iterations = int(arg) if arg else ISMCTS.DEFAULT_ITERATIONS
-        except ValueError:
-            iterations = -1
-        if iterations < 1:
-            raise ValueError(f"bad policy spec {spec!r}: ismcts takes a positive iteration count, e.g. ismcts:200")
-        return ISMCTS(game, iterations=iterations, seed=seed)
+        n = _positive(spec, arg, ISMCTS.DEFAULT_ITERATIONS, "ismcts takes a positive iteration count, e.g. ismcts:200")
+        return ISMCTS(game, iterations=n, seed=seed)
     if name == "rollout":
         from .rollout import RolloutPolicy
-        try:
-            k = int(arg) if arg else RolloutPolicy.DEFAULT_ROLLOUTS
-        except ValueError:
-            k = -1
-        if k < 1:
-            raise ValueError(f"bad policy spec {spec!r}: rollout takes a positive number of worlds, e.g. rollout:16")
-        return RolloutPolicy(game, rollouts=k, seed=seed)
+        n = _positive(spec, arg, RolloutPolicy.DEFAULT_ROLLOUTS,
+                      "rollout takes a positive number of worlds, e.g. rollout:16")
+        return RolloutPolicy(game, rollouts=n, seed=seed)
     if os.path.sep in spec or spec.endswith(".onnx") or os.path.exists(spec):
         if not os.path.exists(spec):
             from kahve import checkpoints
@@ -84,3 +75,14 @@ def make_policy(spec: str, game, seed: int | None = None):
         from .bot import Bot
         return Bot.load(spec, game=game)
     raise ValueError(f"unknown policy spec {spec!r}; accepted: {', '.join(POLICY_SPECS)}")
+
+
+def _positive(spec: str, arg: str, default: int, usage: str) -> int:
+    """The count after the colon of a spec (``ismcts:200``), or the default when there is none."""
+    try:
+        n = int(arg) if arg else default
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"bad policy spec {spec!r}: {usage}")
+    return n
