@@ -48,7 +48,8 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         p = state.current_player
         if p != seat:
             action = bots[p].act(state.observation(p), state.legal_mask(), state)
-            out(f"player {p}: {state.describe_action(action)}")
+            shown = state.describe_action(action) if state.is_public_action(action) else "(decided, hidden until later)"
+            out(f"player {p}: {shown}")
             state.apply(action)
             actions.append(int(action))
         else:

@@ -167,6 +167,11 @@ class State:
     def describe_action(self, action: int) -> str:
         raise NotImplementedError
 
+    def is_public_action(self, action: int) -> bool:
+        """Whether the other seats see this action when it is made (an Ish call is only seen at RESOLVE).
+        Interfaces that show moves as they happen (``kahve play``) hide the others."""
+        return True
+
     def _action_aliases(self, action: int) -> Sequence[str]:
         """Other texts accepted by ``parse_action`` for a legal action (the bare form)."""
         return ()

@@ -542,6 +542,10 @@ class IshState(State):
     def _holds_crown(self, seat) -> bool:
         return seat is not None and self.results[seat] == CROWN_RESULT
 
+    def is_public_action(self, action: int) -> bool:
+        """Calls are hidden until RESOLVE (IS-1); stakes and slots are public."""
+        return action < self.game.no_call
+
     def describe_action(self, action: int) -> str:
         g = self.game
         if 0 <= action < g.select_base:

@@ -168,3 +168,13 @@ def test_play_rejects_a_bot_for_another_game(pishti_bot):
     _, _, path = pishti_bot
     r = kahve("play", "pasur", "--bot", str(path))
     assert r.returncode == 2 and "is a bot for pishti, not pasur" in r.stderr
+
+
+def test_play_hides_moves_the_other_seats_cannot_see():
+    # Ish calls are secret until RESOLVE (IS-1): the terminal shows that a bot decided, not what
+    r = kahve("play", "ish", "--settings", "players=3", "max_rounds=2", "--seat", "2", "--seed", "1", "--bot",
+              "heuristic", stdin="0\n" * 50)
+    assert r.returncode == 0, r.stderr
+    bot_lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("player 0:", "player 1:"))]
+    assert any("(decided, hidden until later)" in ln for ln in bot_lines)
+    assert not any("call" in ln or "silent" in ln for ln in bot_lines)
