@@ -90,6 +90,7 @@ class Trainer:
         self.next_eval = cfg["evaluation"]["every"] or None
         self.next_ckpt = cfg["checkpoint_every"]
         self.last_eval: dict = {}
+        self.pretrain_seconds = 0.0
         self.start_steps = 0
         self.wall_before = 0.0
         if resume:
@@ -130,8 +131,9 @@ class Trainer:
                  f"{time.perf_counter() - t:.0f} s")
         stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],
                                 self.cfg["seed"], log=self.log)
+        self.pretrain_seconds = time.perf_counter() - t
         with open(self.run_dir / "pretrain.json", "w") as f:
-            json.dump({"decisions": len(data["actions"]), **stats}, f, indent=1)
+            json.dump({"decisions": len(data["actions"]), "seconds": self.pretrain_seconds, **stats}, f, indent=1)
 
     # ----- the schedule, run from an SB3 callback after every vectorised step -----------------------
     def on_step(self, steps: int) -> None:
@@ -224,7 +226,8 @@ class Trainer:
         wall = self.elapsed()
         steps = self.model.num_timesteps
         summary = {"steps": steps, "steps_this_session": steps - self.start_steps, "wall_seconds": wall,
-                   "wall_seconds_total": self.wall_before + wall,
+                   "pretrain_seconds": self.pretrain_seconds,
+                   "wall_seconds_total": self.wall_before + wall + self.pretrain_seconds,
                    "steps_per_second": (steps - self.start_steps) / wall if wall > 0 else None,
                    "interrupted": interrupted}
         if interrupted:
