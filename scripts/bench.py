@@ -105,7 +105,7 @@ def engine_loop(game, seed: int = 0):
             state = game.new_state(rng.getrandbits(64))
             while state.current_player is not None:
                 legal = state.legal_actions()
-                state.apply(legal[rng.randrange(len(legal))])
+                state.apply(legal[int(rng.random() * len(legal))])  # cheaper than randrange
                 steps += 1
             episodes += 1
         return steps, episodes

@@ -133,7 +133,8 @@ class State:
         self.chance_rng = random.Random(seeder.getrandbits(64))
         n = game.num_players
         self.num_players = n
-        self.rewards = [0.0] * n
+        self.rewards = [0.0] * n                      # of the latest apply, forced steps included
+        self._paid = False
         self.returns = [0.0] * n
         self.scores = [0] * game.num_sides           # match totals per side
         self.deals_completed = 0
@@ -230,7 +231,9 @@ class State:
             action = int(action)
         if not self._is_legal(action):
             raise IllegalActionError(self._illegal_message(action))
-        self.rewards = [0.0] * self.num_players
+        if self._paid:                       # rewards of the previous step are cleared only when there were any
+            self.rewards = [0.0] * self.num_players
+            self._paid = False
         self._apply(action)
         if self._skip_single_choice:
             self._auto_play()
@@ -273,6 +276,7 @@ class State:
         return self.game.sides[seat]
 
     def _pay(self, per_seat: Sequence[float]) -> None:
+        self._paid = True
         for i, r in enumerate(per_seat):
             self.rewards[i] += r
             self.returns[i] += r

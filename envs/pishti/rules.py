@@ -196,10 +196,11 @@ class PishtiState(State):
 
     def _deal_packets(self) -> None:
         n = self.game.num_players
+        stock = self.stock
         for k in range(n):
             hand = self.hands[(self.dealer + 1 + k) % n]
-            for _ in range(PACKET):
-                hand.append(self.stock.pop())
+            hand.extend(stock[:-PACKET - 1:-1])        # the top 4 (the end of the list), top card first
+            del stock[-PACKET:]
         self.hand_number += 1
 
     # ----- legal actions and play (§1b, §1c) --------------------------------------------------------
