@@ -21,6 +21,7 @@ the checkpoint was taken are restarted. Ctrl-C writes a checkpoint before exitin
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import time
@@ -126,7 +127,7 @@ class Trainer:
         t = time.perf_counter()
         data = collect_demonstrations(self.cfg["game"], self.cfg["settings"], self.pool, pre["teacher"],
                                       pre["steps"], self.cfg["ppo"]["gamma"], self.cfg["seed"] + 17,
-                                      workers=self.cfg["n_envs"] if self.cfg["vec_env"] == "subproc" else 1)
+                                      workers=min(self.cfg["n_envs"], os.cpu_count() or 1))
         self.log(f"behaviour cloning: {len(data['actions']):,} decisions of {pre['teacher']} collected in "
                  f"{time.perf_counter() - t:.0f} s")
         stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],

@@ -153,7 +153,8 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
     return run
 
 
-def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats: int) -> dict:
+def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats: int,
+                subprocesses: bool = True) -> dict:
     """(d) MaskablePPO training steps/s and the share of wall time the learner waits on the envs."""
     import torch
     from sb3_contrib import MaskablePPO
@@ -190,7 +191,7 @@ def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats:
             return time.perf_counter() < self.deadline
 
     fns = [lambda i=i: LearnerEnv(game, settings, seed=i) for i in range(n_envs)]
-    venv = SubprocVecEnv(fns, start_method="forkserver") if n_envs > 1 else DummyVecEnv(fns)
+    venv = SubprocVecEnv(fns, start_method="forkserver") if n_envs > 1 and subprocesses else DummyVecEnv(fns)
     env = Timed(venv)
     model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
     model.learn(256 * n_envs)                              # warm-up (process start, first update)
@@ -309,9 +310,11 @@ def run(args) -> int:
               + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else ""))
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
         if args.ppo:
-            for n in (1, 4):
-                row[f"ppo_{n}_envs"] = r = ppo_measure(name, deal, n, max(sec, 5.0), rep)
-                print(f"  {'':<{len(name)}}  MaskablePPO, {n} env(s): {_fmt(r)} steps, "
+            for n, sub in ((1, False), (4, True), (4, False)):
+                key = f"ppo_{n}_envs" + ("_subprocesses" if sub else "")
+                row[key] = r = ppo_measure(name, deal, n, max(sec, 5.0), rep, subprocesses=sub)
+                where = "in subprocesses" if sub else "in process"
+                print(f"  {'':<{len(name)}}  MaskablePPO, {n} env(s) {where}: {_fmt(r)} steps, "
                       f"env share of wall time {r['env_share']:.0%}")
         results["games"][name] = row
     if "pishti" in results["games"]:
