@@ -37,7 +37,8 @@ def run(args) -> int:
         from kahve.agents.train import load_model
         mlp = MLP.from_sb3(load_model(cfg, None, run_dir / "checkpoints" / "latest" / "model.zip"))
     game = envs.game_class(cfg["game"])(**cfg["settings"])
-    steps = summary.get("steps", 0)
+    state_file = run_dir / "checkpoints" / "latest" / "state.json"
+    steps = summary.get("steps") or (json.loads(state_file.read_text())["steps"] if state_file.exists() else 0)
     meta = bot_metadata(game, cfg["algorithm"], steps, summary.get("evaluation", {}), network=cfg["network"],
                         config=cfg, wall_seconds=summary.get("wall_seconds_total"))
     path = export_onnx(mlp, args.output, meta)
