@@ -259,3 +259,25 @@ def test_learner_env_skips_episodes_without_a_decision_for_the_learner():
         obs, info = env.reset()
         assert env.state.current_player is not None and info["action_mask"].any()
     assert env._episodes > 6000
+
+
+def test_ctrl_c_saves_a_checkpoint(tmp_path):
+    import signal
+    import time
+    out = tmp_path / "run"
+    cfg = ROOT / "configs" / "pishe_pasha" / "dqn.yaml"
+    proc = subprocess.Popen([sys.executable, "-m", "kahve.scripts.cli", "train", str(cfg), "--no-progress",
+                             "--override", "total_timesteps=10000000", "n_envs=1", "checkpoint_every=100000000",
+                             "evaluation.every=0", f"output={out}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out / "tb").is_dir() and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(4)                                   # let it train a little
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and summary["steps"] > 0
+    state = json.loads((out / "checkpoints" / "latest" / "state.json").read_text())
+    assert state["steps"] == summary["steps"] and "--resume" in stdout
