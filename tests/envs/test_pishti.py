@@ -137,15 +137,21 @@ def test_jack_on_empty_pile(counts, jack_double, value):
         assert st.last_capturer == 0
 
 
-def test_no_pisti_on_the_48th_play_but_the_capture_counts():
-    # PI-5 / §1g E3: search seeded deals for a 48th play that takes a lone card, then check it scores nothing
+def before_the_last_play(seeds):
+    """Random 2-player deals played up to the dealer's 48th play, one per seed."""
     game = PishtiGame(players=2, episode="deal", skip_single_choice=False)
-    found = 0
-    for seed in range(400):
+    for seed in seeds:
         rng = random.Random(seed)
         st = game.new_state(random.Random(seed))
         while st.play_number < 47:
             st.apply(rng.choice(st.legal_actions()))
+        yield st
+
+
+def test_no_pisti_on_the_48th_play_but_the_capture_counts():
+    # PI-5 / §1g E3: search seeded deals for a 48th play that takes a lone card, then check it scores nothing
+    found = 0
+    for st in before_the_last_play(range(400)):
         if len(st.pile) != 1 or st.current_player != st.dealer:
             continue
         card = st.hands[st.dealer][0]
@@ -163,13 +169,8 @@ def test_no_pisti_on_the_48th_play_but_the_capture_counts():
 
 
 def test_leftover_pile_goes_to_the_last_capturer_without_pisti():
-    game = PishtiGame(players=2, episode="deal", skip_single_choice=False)
     checked = 0
-    for seed in range(60):
-        rng = random.Random(seed)
-        st = game.new_state(random.Random(seed))
-        while st.play_number < 47:
-            st.apply(rng.choice(st.legal_actions()))
+    for st in before_the_last_play(range(60)):
         card = st.hands[st.current_player][0]
         top = st.pile[-1] if st.pile else None
         if top is None or card % 13 in (10, top % 13):
