@@ -36,6 +36,7 @@ class LearnerEnv(gym.Env):
         self._rng = random.Random(seed)
         self._episodes = 0
         self.state = None
+        self._mask = None
         self.learner_side = 0
         self._opponents: list = []
 
@@ -108,7 +109,8 @@ class LearnerEnv(gym.Env):
             if self.state.current_player is not None or deck is not None:
                 break
         obs = self.state.observation(self._my_seat)
-        return obs, {"action_mask": self.action_masks()}
+        self._mask = self._legal_mask()
+        return obs, {"action_mask": self._mask}
 
     def step(self, action):
         st = self.state
@@ -119,7 +121,8 @@ class LearnerEnv(gym.Env):
             reward += self._advance()
         terminated, truncated = self._done()
         obs = st.observation(self._my_seat)
-        info = {"action_mask": self.action_masks()}
+        self._mask = self._legal_mask()
+        info = {"action_mask": self._mask}
         if terminated or truncated:
             info["winners"] = st.winners
             info["learner_side"] = self.learner_side
@@ -127,6 +130,10 @@ class LearnerEnv(gym.Env):
         return obs, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
+        """The mask of the observation last returned (computed once per step: SB3 asks again)."""
+        return self._mask
+
+    def _legal_mask(self) -> np.ndarray:
         st = self.state
         if st.current_player is None or self.game.sides[st.current_player] != self.learner_side:
             mask = np.zeros(self.game.num_actions, dtype=bool)
