@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import cards as _cards
+from .rng import copy_rng
 from .settings import Settings, SettingsSpec
 
 
@@ -35,10 +36,10 @@ def _copy_value(v):
         return {k: _copy_value(x) for k, x in v.items()}
     if t is set:
         return set(v)
+    if t is bytearray:
+        return bytearray(v)
     if t is random.Random:
-        r = random.Random()
-        r.setstate(v.getstate())
-        return r
+        return copy_rng(v)
     if t is np.ndarray:
         return v.copy()
     if t is tuple and any(type(x) in _CONTAINERS for x in v):
@@ -46,7 +47,7 @@ def _copy_value(v):
     return v
 
 
-_CONTAINERS = (list, dict, set, tuple, np.ndarray, random.Random)
+_CONTAINERS = (list, dict, set, bytearray, tuple, np.ndarray, random.Random)
 
 
 class IllegalActionError(ValueError):
@@ -130,7 +131,8 @@ class State:
         self.settings = game.settings
         seeder = rng if isinstance(rng, random.Random) else random.Random(rng)
         self.deck_rng = random.Random(seeder.getrandbits(64))
-        self.chance_rng = random.Random(seeder.getrandbits(64))
+        self._chance_seed = seeder.getrandbits(64)
+        self._chance_rng: random.Random | None = None   # made on first use: most deals never draw from it
         n = game.num_players
         self.num_players = n
         self.rewards = [0.0] * n                      # of the latest apply, forced steps included
@@ -210,6 +212,15 @@ class State:
         return action in self.legal_actions()
 
     # ----- shared mechanics --------------------------------------------------------------------------
+    @property
+    def chance_rng(self) -> random.Random:
+        """The chance stream (every chance event but the shuffles). Seeding a generator costs as much as a
+        few moves, and in most deals no such event happens, so it is created when first drawn from; the
+        numbers it draws are the same either way."""
+        if self._chance_rng is None:
+            self._chance_rng = random.Random(self._chance_seed)
+        return self._chance_rng
+
     @property
     def is_terminal(self) -> bool:
         return self.terminal or self.truncated

@@ -100,6 +100,7 @@ import numpy as np
 from ..core import cards as _cards
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
+from ..core.rng import copy_rng, shuffle
 from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
 
 NUM_CARDS = 40
@@ -305,7 +306,7 @@ class IshState(State):
         n = self.num_players
         if deck is None:
             deck = list(range(NUM_CARDS))
-            self.deck_rng.shuffle(deck)
+            shuffle(self.deck_rng, deck)
         self.slots = list(deck)                        # slot k holds deck card k (C-3)
         self.taken = [False] * NUM_CARDS
         self.picks = [[] for _ in range(n)]
@@ -576,11 +577,11 @@ class IshState(State):
         shuffles and reaction times of both random streams)."""
         st = self.clone()
         if st.phase in (BET, SELECT):
-            rng.shuffle(st.slots)
+            shuffle(rng, st.slots)
         else:
             free = [k for k in range(NUM_CARDS) if not st.taken[k]]
             cards = [st.slots[k] for k in free]
-            rng.shuffle(cards)
+            shuffle(rng, cards)
             for k, c in zip(free, cards):
                 st.slots[k] = c
         if st.phase == CALL:
@@ -598,10 +599,9 @@ class IshState(State):
                     "has_bet", "results", "eligible", "calls", "order"):
             d[key] = list(d[key])
         d["picks"] = [list(p) for p in self.picks]
-        for key in ("deck_rng", "chance_rng"):
-            r = random.Random.__new__(random.Random)    # no seeding from os.urandom: faster
-            r.setstate(d[key].getstate())
-            d[key] = r
+        d["deck_rng"] = copy_rng(self.deck_rng)
+        if self._chance_rng is not None:
+            d["_chance_rng"] = copy_rng(self._chance_rng)
         for key in ("deal_report", "last_round", "winners"):
             if d[key] is not None:
                 d[key] = _copy_plain(d[key])

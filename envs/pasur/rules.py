@@ -95,6 +95,7 @@ import numpy as np
 from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
+from ..core.rng import copy_rng, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
 # action ranges (§2h)
@@ -245,7 +246,7 @@ class PasurState(State):
         while True:
             if deck is None:
                 deck = list(range(NUM_CARDS))
-                self.deck_rng.shuffle(deck)
+                shuffle(self.deck_rng, deck)
             pool = deck[8:12]
             stock = deck[12:]                       # top first for now
             buried = []
@@ -545,7 +546,7 @@ class PasurState(State):
         st = self.clone()
         opp = 1 - seat
         unknown = st.hands[opp] + st.stock
-        rng.shuffle(unknown)
+        shuffle(rng, unknown)
         n = len(st.hands[opp])
         st.hands[opp] = sorted(unknown[:n])
         st.stock = unknown[n:]
@@ -559,10 +560,9 @@ class PasurState(State):
             d[k] = list(d[k])
         d["hands"] = [list(h) for h in self.hands]
         d["captured"] = [list(c) for c in self.captured]
-        for k in ("deck_rng", "chance_rng"):
-            r = random.Random()
-            r.setstate(d[k].getstate())
-            d[k] = r
+        d["deck_rng"] = copy_rng(self.deck_rng)
+        if self._chance_rng is not None:
+            d["_chance_rng"] = copy_rng(self._chance_rng)
         if self.winners is not None:
             d["winners"] = list(self.winners)
         if self.deal_report is not None:

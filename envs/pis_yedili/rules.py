@@ -116,6 +116,7 @@ from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, ca
     check_standard_deck
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
+from ..core.rng import copy_rng, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
 HAND_SIZE = 7
@@ -249,7 +250,7 @@ class PisYediliState(State):
         n = g.num_players
         if deck is None:
             deck = list(range(NUM_CARDS)) * g.packs
-            self.deck_rng.shuffle(deck)
+            shuffle(self.deck_rng, deck)
         first = (self.dealer + 1) % n
         self.hands = [[] for _ in range(n)]
         for k in range(HAND_SIZE * n):
@@ -446,7 +447,7 @@ class PisYediliState(State):
                     break                               # both sources used up: the draws lapse
                 rest = discard[:-1]
                 del discard[:-1]
-                self.chance_rng.shuffle(rest)
+                shuffle(self.chance_rng, rest)
                 stock.extend(rest)
             c = stock.pop()
             drawn.append(c)
@@ -604,10 +605,9 @@ class PisYediliState(State):
         d["out"] = self.out[:]
         d["winners"] = None if self.winners is None else self.winners[:]
         d.pop("_dcache", None)
-        for name in ("deck_rng", "chance_rng"):
-            r = random.Random()
-            r.setstate(getattr(self, name).getstate())
-            d[name] = r
+        d["deck_rng"] = copy_rng(self.deck_rng)
+        if self._chance_rng is not None:
+            d["_chance_rng"] = copy_rng(self._chance_rng)
         st.__dict__ = d
         return st
 
@@ -616,7 +616,7 @@ class PisYediliState(State):
         st = self.clone()
         others = [p for p in range(self.num_players) if p != seat]
         pool = [c for p in others for c in st.hands[p]] + st.stock
-        rng.shuffle(pool)
+        shuffle(rng, pool)
         i = 0
         for p in others:
             k = len(st.hands[p])

@@ -112,6 +112,7 @@ import numpy as np
 from ..core.cards import NUM_CARDS, SUITS, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
+from ..core.rng import copy_rng, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
 # actions (§4h)
@@ -212,7 +213,7 @@ class PishePashaState(State):
     def _start_deal(self, deck: list[int] | None) -> None:
         if deck is None:
             deck = list(range(NUM_CARDS))
-            self.deck_rng.shuffle(deck)
+            shuffle(self.deck_rng, deck)
         first = 1 - self.dealer                     # the non-dealer moves first
         stocks = [None, None]
         stocks[first] = deck[STOCK_SIZE - 1::-1]    # top of a stock at the end, so pop() turns it
@@ -435,7 +436,7 @@ class PishePashaState(State):
         st = self.clone()
         hidden = [p for p in (0, 1) if not st.stock_known[p]]
         pool = [c for p in hidden for c in st.stocks[p]]
-        rng.shuffle(pool)
+        shuffle(rng, pool)
         k = 0
         for p in hidden:
             n = len(st.stocks[p])
@@ -451,9 +452,7 @@ class PishePashaState(State):
         # otherwise shares these two generators, which will never be drawn from again (copying them costs
         # more than the rest of the state).
         if self.settings.episode == "match" and self.settings.match_target != "one_deal":
-            r = random.Random.__new__(random.Random)
-            r.setstate(self.deck_rng.getstate())
-            d["deck_rng"] = r
+            d["deck_rng"] = copy_rng(self.deck_rng)
         d["stocks"] = [self.stocks[0][:], self.stocks[1][:]]
         d["discards"] = [self.discards[0][:], self.discards[1][:]]
         for name in ("levels", "stock_known", "rewards", "returns", "scores", "out"):

@@ -60,12 +60,15 @@ import numpy as np
 from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
+from ..core.rng import shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
 PLAYS_PER_DEAL = 48
 PACKET = 4
 TWO_CLUBS = card_id(1, 0)
 TEN_DIAMONDS = card_id(9, 1)
+JACKS = frozenset(card_id(JACK, suit) for suit in range(4))
+ACES = frozenset(card_id(ACE, suit) for suit in range(4))
 
 SETTINGS = SettingsSpec("pishti", [
     Choice("players", 4, (2, 4), doc="2 or 4 players (PI-1)"),
@@ -166,19 +169,19 @@ class PishtiState(State):
         g = self.game
         if deck is None:
             deck = list(range(NUM_CARDS))
-            self.deck_rng.shuffle(deck)
+            shuffle(self.deck_rng, deck)
         else:
             deck = list(deck)
-        self.seen = np.zeros(NUM_CARDS, dtype=np.float32)   # 1 if face up at some moment of this deal
+        self.seen = bytearray(NUM_CARDS)           # 1 if face up at some moment of this deal
         pile, rest = deck[:4], deck[4:]
         self.buried_jacks: list[int] = []
         while pile[3] % 13 == JACK:                # PI-6: bury a face-up jack below the top of the rest
             jack = pile[3]
-            self.seen[jack] = True
+            self.seen[jack] = 1
             self.buried_jacks.append(jack)
             rest.insert(self.chance_rng.randint(1, len(rest)), jack)
             pile[3] = rest.pop(0)
-        self.seen[pile[3]] = True
+        self.seen[pile[3]] = 1
         self.pile = pile
         self.pile_face_down = 3
         self.stock = rest[::-1]                    # top of the stock at the end, so pop() draws it
@@ -231,7 +234,7 @@ class PishtiState(State):
         g = self.game
         self.hands[p].remove(card)
         self.play_number += 1
-        self.seen[card] = 1.0
+        self.seen[card] = 1
         pile = self.pile
         side = g.sides[p]
         last_play = self.play_number == PLAYS_PER_DEAL
@@ -277,20 +280,28 @@ class PishtiState(State):
         g, s = self.game, self.settings
         counts = [len(c) for c in self.captured]
         most = max(counts)
-        majority = [s.majority_bonus if c == most and counts.count(most) == 1 else 0 for c in counts]  # PI-8
-        pts = g.card_points
-        card_points = [sum(pts[c] for c in cap) for cap in self.captured]
+        unique_most = counts.count(most) == 1
+        majority = [s.majority_bonus if c == most and unique_most else 0 for c in counts]   # PI-8
+        jacks, aces, two_clubs, ten_diamonds = [], [], [], []
+        for cap in self.captured:
+            taken = set(cap)
+            jacks.append(len(JACKS & taken))
+            aces.append(len(ACES & taken))
+            two_clubs.append(s.two_clubs_value if TWO_CLUBS in taken else 0)
+            ten_diamonds.append(s.ten_diamonds_value if TEN_DIAMONDS in taken else 0)
+        card_points = [sum(p) for p in zip(jacks, aces, two_clubs, ten_diamonds)]   # 1 per J and A, 2C, TD
         side_points = [card_points[i] + majority[i] + self.pisti_points[i] for i in range(g.num_sides)]
+        sides = g.sides
 
         def per_seat(values):
-            return [values[g.sides[i]] for i in range(g.num_players)]
+            return [values[side] for side in sides]
 
         breakdown = {
             "cards": per_seat(counts),
-            "jacks": per_seat([sum(1 for c in cap if c % 13 == JACK) for cap in self.captured]),
-            "aces": per_seat([sum(1 for c in cap if c % 13 == ACE) for cap in self.captured]),
-            "two_clubs": per_seat([s.two_clubs_value if TWO_CLUBS in cap else 0 for cap in self.captured]),
-            "ten_diamonds": per_seat([s.ten_diamonds_value if TEN_DIAMONDS in cap else 0 for cap in self.captured]),
+            "jacks": per_seat(jacks),
+            "aces": per_seat(aces),
+            "two_clubs": per_seat(two_clubs),
+            "ten_diamonds": per_seat(ten_diamonds),
             "card_points": per_seat(card_points),
             "majority": per_seat(majority),
             "pistis": per_seat(self.pistis),
@@ -316,7 +327,7 @@ class PishtiState(State):
             obs[[105 + c for c in up]] = 1.0
         obs[157] = len(pile) / 52
         obs[158] = self.pile_face_down / 3
-        obs[159:211] = self.seen
+        obs[159:211] = np.frombuffer(self.seen, dtype=np.uint8)
         if hand:
             obs[[159 + c for c in hand]] = 0.0
         my_side = g.sides[seat]
@@ -371,10 +382,10 @@ class PishtiState(State):
         # a seen card (a buried jack) can only be in a hand or the stock; the "dark" places (face-down pile
         # cards, face-down captured cards) only hold cards nobody has seen
         unseen = [c for c in pool if not st.seen[c]]
-        rng.shuffle(unseen)
+        shuffle(rng, unseen)
         n_dark = len(face_down) + sum(len(h) for h in hidden_captured)
         dark, open_cards = unseen[:n_dark], unseen[n_dark:] + [c for c in pool if st.seen[c]]
-        rng.shuffle(open_cards)
+        shuffle(rng, open_cards)
         for p in others:
             k = len(st.hands[p])
             st.hands[p], open_cards = open_cards[:k], open_cards[k:]

@@ -1,0 +1,56 @@
+"""The core's random streams: the fast shuffle and copies draw exactly what the standard library draws, and the
+lazily made chance stream gives the same games as one made up front."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kahve import envs
+from kahve.envs.core.rng import copy_rng, shuffle
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 3, 40, 52, 104, 300])
+def test_shuffle_draws_what_random_shuffle_draws(length):
+    for seed in range(300):
+        ours, theirs = list(range(length)), list(range(length))
+        a, b = random.Random(seed), random.Random(seed)
+        shuffle(a, ours)
+        b.shuffle(theirs)
+        assert ours == theirs
+        assert a.getstate() == b.getstate()        # the same numbers were drawn, none more
+
+
+def test_shuffle_is_uniform_enough():
+    # each of 6 orders of 3 cards about 1/6 of the time (catches an off-by-one in the bounds)
+    rng = random.Random(1)
+    counts = {}
+    for _ in range(6000):
+        cards = [0, 1, 2]
+        shuffle(rng, cards)
+        counts[tuple(cards)] = counts.get(tuple(cards), 0) + 1
+    assert len(counts) == 6 and all(850 < c < 1150 for c in counts.values())
+
+
+def test_copy_rng_is_independent_and_in_the_same_state():
+    rng = random.Random(7)
+    rng.random()
+    copy = copy_rng(rng)
+    assert [copy.random() for _ in range(5)] == [rng.random() for _ in range(5)]
+    copy.random()
+    assert copy.getstate() != rng.getstate()
+
+
+@pytest.mark.parametrize("game", list(envs.GAMES))
+def test_chance_stream_is_made_on_first_use_with_the_same_numbers(game):
+    g = envs.game_class(game)()
+    state = g.new_state(11)
+    seeder = random.Random(11)
+    seeder.getrandbits(64)                          # the deck stream's seed comes first
+    expected = random.Random(seeder.getrandbits(64))
+    fresh = g.new_state(11)
+    if fresh._chance_rng is None:                   # nothing drew from it yet: the first draw is the seed's
+        assert fresh.chance_rng.random() == expected.random()
+    clone = state.clone()
+    assert clone.chance_rng.random() == state.chance_rng.random()
