@@ -202,7 +202,8 @@ class PishtiState(State):
         stock = self.stock
         for k in range(n):
             hand = self.hands[(self.dealer + 1 + k) % n]
-            hand.extend(stock[:-PACKET - 1:-1])        # the top 4 (the end of the list), top card first
+            hand.extend(stock[-PACKET:])               # the top 4 (the end of the list)
+            hand.sort()                                # hands stay sorted: legal_actions is a copy
             del stock[-PACKET:]
         self.hand_number += 1
 
@@ -210,7 +211,7 @@ class PishtiState(State):
     def legal_actions(self) -> list[int]:
         if self.current_player is None:
             return []
-        return sorted(self.hands[self.current_player])
+        return self.hands[self.current_player][:]
 
     def _is_legal(self, action: int) -> bool:
         return action in self.hands[self.current_player]
@@ -236,18 +237,17 @@ class PishtiState(State):
         self.play_number += 1
         self.seen[card] = 1
         pile = self.pile
-        side = g.sides[p]
-        last_play = self.play_number == PLAYS_PER_DEAL
         rank = card % 13
         if pile and (rank == JACK or rank == pile[-1] % 13):
             lone = pile[0] if len(pile) == 1 else -1
-            self._capture(side, pile + [card])
-            if lone >= 0 and not last_play:        # PI-5: a pişti needs a lone card, never on play 48
-                self._score_pisti(side, self._pisti_value(card, lone))
+            pile.append(card)
+            self._capture(g.sides[p], pile)
+            if lone >= 0 and self.play_number != PLAYS_PER_DEAL:   # PI-5: a lone card, never on play 48
+                self._score_pisti(g.sides[p], self._pisti_value(card, lone))
         elif not pile and rank == JACK and g.jack_on_empty_counts:
-            self._capture(side, [card])            # PI-4: the jack takes itself
-            if not last_play:
-                self._score_pisti(side, self._pisti_value(card, None))
+            self._capture(g.sides[p], [card])      # PI-4: the jack takes itself
+            if self.play_number != PLAYS_PER_DEAL:
+                self._score_pisti(g.sides[p], self._pisti_value(card, None))
         else:
             pile.append(card)
         if self.play_number % g.plays_per_round == 0:   # every hand is empty
@@ -259,6 +259,7 @@ class PishtiState(State):
         self.current_player = (p + 1) % g.num_players
 
     def _capture(self, side: int, taken: list[int]) -> None:
+        """``side`` takes ``taken`` (the pile, with the capturing card on top); the pile is then empty."""
         pts = self.game.card_points
         self.visible_points[side] += sum(pts[c] for c in taken[self.pile_face_down:])
         self.captured[side].extend(taken)
@@ -388,7 +389,7 @@ class PishtiState(State):
         shuffle(rng, open_cards)
         for p in others:
             k = len(st.hands[p])
-            st.hands[p], open_cards = open_cards[:k], open_cards[k:]
+            st.hands[p], open_cards = sorted(open_cards[:k]), open_cards[k:]
         st.stock = open_cards
         st.pile[:st.pile_face_down], dark = dark[:st.pile_face_down], dark[st.pile_face_down:]
         for side, hidden in enumerate(hidden_captured):

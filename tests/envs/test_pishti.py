@@ -12,6 +12,7 @@ from kahve import envs
 from kahve.envs.core import IllegalActionError
 from kahve.envs.core.cards import card_str, parse_card
 from kahve.envs.pishti import PishtiGame
+from kahve.envs.pishti.rules import PishtiState
 from tests.helpers import check_hidden_information, random_game
 
 C = parse_card
@@ -71,13 +72,21 @@ def test_two_jacks_in_a_row_are_both_buried():
     assert st.pile[-1] == C("5S") and sorted(st.buried_jacks) == sorted([C("JH"), C("JD")])
 
 
-def test_burial_depth_is_uniform_over_the_rest():
+def test_burial_depth_is_uniform_over_the_rest(monkeypatch):
     deck = make_deck(["2C", "3C", "4C", "JH"])
+    rests = []                                  # the undealt rest, top first, as the first packets are dealt
+    deal_packets = PishtiState._deal_packets
+
+    def record(self):
+        if self.hand_number == 0:
+            rests.append(self.stock[::-1])
+        deal_packets(self)
+
+    monkeypatch.setattr(PishtiState, "_deal_packets", record)
     depths = []
     for seed in range(3000):
-        st = PishtiGame(players=2).new_state(random.Random(seed), deck)
-        order = [c for h in (st.hands[1], st.hands[0]) for c in h] + st.stock[::-1]
-        depths.append(order.index(C("JH")))
+        PishtiGame(players=2).new_state(random.Random(seed), deck)
+        depths.append(rests[-1].index(C("JH")))
     # positions 1..48 of the 48-card rest (0 is turned up) map to 0..47 after the top card left
     assert min(depths) == 0 and max(depths) == 47
     counts = np.bincount(depths, minlength=48)
