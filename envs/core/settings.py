@@ -153,16 +153,18 @@ def _seat_or_random(value: Any) -> Any:
 
 
 class Settings(Mapping):
-    """Validated settings: read-only, attribute and item access, picklable."""
+    """Validated settings: read-only, attribute and item access, picklable.
+
+    Engines read settings on every move, so each value is also an attribute in the instance's ``__dict__``: a
+    plain lookup, where a ``__getattr__`` fallback costs several times more."""
 
     def __init__(self, values: Mapping[str, Any]):
-        object.__setattr__(self, "_values", dict(values))
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        values = dict(values)
+        clash = sorted(k for k in values if hasattr(Settings, k) or not k.isidentifier())
+        if clash:
+            raise ValueError(f"setting names {clash} are not allowed (Settings attributes or not identifiers)")
+        self.__dict__.update(values)
+        object.__setattr__(self, "_values", values)
 
     def __setattr__(self, name, value):
         raise AttributeError("settings are read-only; make a new game to change them")
@@ -183,7 +185,7 @@ class Settings(Mapping):
         return self._values
 
     def __setstate__(self, state):
-        object.__setattr__(self, "_values", state)
+        self.__init__(state)
 
     def as_dict(self) -> dict:
         return dict(self._values)

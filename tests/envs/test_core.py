@@ -54,3 +54,23 @@ def test_chance_stream_is_made_on_first_use_with_the_same_numbers(game):
         assert fresh.chance_rng.random() == expected.random()
     clone = state.clone()
     assert clone.chance_rng.random() == state.chance_rng.random()
+
+
+# ----- Settings: attribute access is a plain lookup, and the object stays read-only -----------------------------
+def test_settings_read_only_attribute_and_item_access_and_pickle():
+    import pickle
+
+    from kahve.envs.core.settings import Settings
+
+    s = envs.game_class("pishti")(players=2, target_score=101).settings
+    assert s.target_score == s["target_score"] == 101 and s.players == 2
+    with pytest.raises(AttributeError, match="read-only"):
+        s.target_score = 5
+    with pytest.raises(AttributeError):
+        s.no_such_setting
+    back = pickle.loads(pickle.dumps(s))
+    assert dict(back) == dict(s) and back.target_score == 101
+    with pytest.raises(AttributeError, match="read-only"):
+        back.players = 4
+    with pytest.raises(ValueError, match="not allowed"):
+        Settings({"items": 1})                     # would shadow the Mapping method
