@@ -102,7 +102,7 @@ def engine_loop(game, seed: int = 0):
         rng = random.Random(seed)
         steps = episodes = 0
         while time.perf_counter() < deadline:
-            state = game.new_state(rng.getrandbits(64))
+            state = game.new_state(rng)            # one stream of deals: no seeding per deal
             while state.current_player is not None:
                 legal = state.legal_actions()
                 state.apply(legal[int(rng.random() * len(legal))])  # cheaper than randrange

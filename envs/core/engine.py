@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import cards as _cards
-from .rng import copy_rng
+from .rng import copy_rng, seeded
 from .settings import Settings, SettingsSpec
 
 
@@ -129,8 +129,8 @@ class State:
     def __init__(self, game: Game, rng: random.Random | int | None, deck: list[int] | None):
         self.game = game
         self.settings = game.settings
-        seeder = rng if isinstance(rng, random.Random) else random.Random(rng)
-        self.deck_rng = random.Random(seeder.getrandbits(64))
+        seeder = rng if isinstance(rng, random.Random) else seeded(rng) if type(rng) is int else random.Random(rng)
+        self.deck_rng = seeded(seeder.getrandbits(64))
         self._chance_seed = seeder.getrandbits(64)
         self._chance_rng: random.Random | None = None   # made on first use: most deals never draw from it
         n = game.num_players
@@ -218,7 +218,7 @@ class State:
         few moves, and in most deals no such event happens, so it is created when first drawn from; the
         numbers it draws are the same either way."""
         if self._chance_rng is None:
-            self._chance_rng = random.Random(self._chance_seed)
+            self._chance_rng = seeded(self._chance_seed)
         return self._chance_rng
 
     @property

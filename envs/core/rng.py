@@ -8,6 +8,7 @@ goldens and mirrored evaluations replay unchanged.
 
 from __future__ import annotations
 
+import _random
 import random
 
 # bit length of every list length a deck can have (two packs are 104 cards, a Pis Yedili deck 106 at most)
@@ -39,4 +40,13 @@ def copy_rng(rng: random.Random) -> random.Random:
     """An independent generator in the same state (no seeding from the OS, which ``random.Random()`` does)."""
     new = random.Random.__new__(random.Random)
     new.setstate(rng.getstate())
+    return new
+
+
+def seeded(seed: int) -> random.Random:
+    """``random.Random(seed)`` for an integer seed, without the Python-level dispatch of ``Random.seed`` (the
+    same state: CPython seeds an int exactly so). A new deal or search node may seed two generators."""
+    new = random.Random.__new__(random.Random)
+    _random.Random.seed(new, seed)
+    new.gauss_next = None
     return new

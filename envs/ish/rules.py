@@ -284,6 +284,8 @@ class IshGame(Game):
         self.num_actions = L + 42
         self.observation_size = OBS_SIZE
         self.total_chips = n * s.bankroll
+        #: for each dealer, every seat in turn order from next(dealer), the dealer last (C-2)
+        self.turn_orders = [tuple((d + 1 + k) % n for k in range(n)) for d in range(n)]
 
     def check_deck(self, deck) -> list[int]:
         return _cards.check_deck(deck, parse_card, Counter(range(NUM_CARDS)), card_str, "the 40-card sun deck")
@@ -307,7 +309,9 @@ class IshState(State):
         if deck is None:
             deck = list(range(NUM_CARDS))
             shuffle(self.deck_rng, deck)
-        self.slots = list(deck)                        # slot k holds deck card k (C-3)
+        else:
+            deck = list(deck)
+        self.slots = deck                              # slot k holds deck card k (C-3)
         self.taken = [False] * NUM_CARDS
         self.picks = [[] for _ in range(n)]
         self.stakes = [0] * n
@@ -315,8 +319,8 @@ class IshState(State):
         self.results: list[int | None] = [None] * n
         self.eligible = [False] * n
         self.calls: list[bool | None] = [None] * n
-        out, d = self.out, self.dealer
-        self.order = [p for p in ((d + 1 + k) % n for k in range(n)) if not out[p]]   # C-2, the dealer last
+        out = self.out
+        self.order = [p for p in self.game.turn_orders[self.dealer] if not out[p]]   # C-2, the dealer last
         self.phase = BET
         self.turn = 0                                  # index into order (BET, CALL) or pick number (SELECT)
         self.current_player = self.order[0]
@@ -478,8 +482,7 @@ class IshState(State):
         self.current_player = None
         self._end_deal(deltas, breakdown)
         if not self.is_terminal:
-            d = self.dealer
-            self.dealer = next(p for p in ((d + 1 + k) % n for k in range(n)) if not out[p])   # C-2
+            self.dealer = next(p for p in g.turn_orders[self.dealer] if not out[p])   # C-2
             self._start_deal(None)
 
     # ----- match end and rewards ----------------------------------------------------------------------

@@ -234,23 +234,23 @@ class PishtiState(State):
         p = self.current_player
         g = self.game
         self.hands[p].remove(card)
-        self.play_number += 1
         self.seen[card] = 1
+        self.play_number = play_number = self.play_number + 1
         pile = self.pile
         rank = card % 13
         if pile and (rank == JACK or rank == pile[-1] % 13):
             lone = pile[0] if len(pile) == 1 else -1
             pile.append(card)
             self._capture(g.sides[p], pile)
-            if lone >= 0 and self.play_number != PLAYS_PER_DEAL:   # PI-5: a lone card, never on play 48
+            if lone >= 0 and play_number != PLAYS_PER_DEAL:   # PI-5: a lone card, never on play 48
                 self._score_pisti(g.sides[p], self._pisti_value(card, lone))
         elif not pile and rank == JACK and g.jack_on_empty_counts:
             self._capture(g.sides[p], [card])      # PI-4: the jack takes itself
-            if self.play_number != PLAYS_PER_DEAL:
+            if play_number != PLAYS_PER_DEAL:
                 self._score_pisti(g.sides[p], self._pisti_value(card, None))
         else:
             pile.append(card)
-        if self.play_number % g.plays_per_round == 0:   # every hand is empty
+        if play_number % g.plays_per_round == 0:   # every hand is empty
             if self.stock:
                 self._deal_packets()
             else:
@@ -260,8 +260,8 @@ class PishtiState(State):
 
     def _capture(self, side: int, taken: list[int]) -> None:
         """``side`` takes ``taken`` (the pile, with the capturing card on top); the pile is then empty."""
-        pts = self.game.card_points
-        self.visible_points[side] += sum(pts[c] for c in taken[self.pile_face_down:])
+        seen_part = taken[self.pile_face_down:] if self.pile_face_down else taken
+        self.visible_points[side] += sum(map(self.game.card_points.__getitem__, seen_part))
         self.captured[side].extend(taken)
         self.captured_face_down[side] += self.pile_face_down
         self.pile_face_down = 0

@@ -74,3 +74,9 @@ def test_settings_read_only_attribute_and_item_access_and_pickle():
         back.players = 4
     with pytest.raises(ValueError, match="not allowed"):
         Settings({"items": 1})                     # would shadow the Mapping method
+
+
+def test_seeded_is_random_random_of_the_seed():
+    from kahve.envs.core.rng import seeded
+    for seed in (0, 1, 2**31, 2**64 - 1, 12345678901234567890123, -5):
+        assert seeded(seed).getstate() == random.Random(seed).getstate()
