@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from kahve import envs
 
 from .bot import BotSettingsWarning
-from .policy import make_policy
+from .policy import decide, make_policy
 from .threads import limit_threads
 
 Z95 = 1.959963984540054
@@ -48,7 +48,7 @@ def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000, 
     deals_seen = 0
     while state.current_player is not None:
         seat = state.current_player
-        action = policies[seat].act(state.observation(seat), state.legal_mask(), state)
+        action = decide(policies[seat], state)
         state.apply(action)
         if record:
             actions.append(int(action))

@@ -31,6 +31,7 @@ class _Node:
 
 class ISMCTS:
     DEFAULT_ITERATIONS = 200
+    reads_observation = False
 
     def __init__(self, game, iterations: int = DEFAULT_ITERATIONS, seed: int | None = None,
                  exploration: float = 0.7):

@@ -13,6 +13,7 @@ from pathlib import Path
 from kahve import envs
 
 from .bot import Bot
+from .policy import decide
 from .evaluate import evaluate
 
 #: CLARIFICATIONS.md "Evaluation and bots": (lower bound of the interval vs heuristic must exceed, or the
@@ -39,7 +40,7 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
         st = game.new_state(seed)
         while st.current_player is not None:
             seat = st.current_player
-            a = bot.act(st.observation(seat), st.legal_mask(), st)
+            a = decide(bot, st)
             if a < levels:
                 bets += 1
                 min_bets += a == 0

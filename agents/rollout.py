@@ -16,6 +16,7 @@ from .heuristics import heuristic_for
 
 class RolloutPolicy:
     DEFAULT_ROLLOUTS = 16
+    reads_observation = False
 
     def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None):
         self.game = game

@@ -20,6 +20,7 @@ import numpy as np
 from kahve import envs
 
 from .opponents import OpponentPool
+from .policy import decide
 
 
 class LearnerEnv(gym.Env):
@@ -65,9 +66,7 @@ class LearnerEnv(gym.Env):
         reward = 0.0
         mine = self._my_seat
         while st.current_player is not None and g.sides[st.current_player] != self.learner_side:
-            seat = st.current_player
-            policy = self._opponents[g.sides[seat]]
-            st.apply(policy.act(st.observation(seat), st.legal_mask(), st))
+            st.apply(decide(self._opponents[g.sides[st.current_player]], st))
             reward += st.rewards[mine]
             if st.out[mine]:
                 break

@@ -11,7 +11,7 @@ import random
 import sys
 
 from kahve import envs
-from kahve.agents.policy import make_policy
+from kahve.agents.policy import decide, make_policy
 
 from .common import add_game_arguments, parse_settings
 
@@ -47,7 +47,7 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
     while state.current_player is not None:
         p = state.current_player
         if p != seat:
-            action = bots[p].act(state.observation(p), state.legal_mask(), state)
+            action = decide(bots[p], state)
             shown = state.describe_action(action) if state.is_public_action(action) else "(decided, hidden until later)"
             out(f"player {p}: {shown}")
             state.apply(action)

@@ -12,6 +12,7 @@ class ScoredHeuristic:
     at random from its own seeded generator."""
 
     name = "heuristic"
+    reads_observation = False
 
     def __init__(self, game, seed: int | None = None):
         self.game = game

@@ -144,6 +144,37 @@ def test_random_policy_is_seeded_and_legal():
     assert {seq.act(None, mask) for _ in range(60)} == {3, 9, 40}
 
 
+def test_random_policy_draws_the_same_from_the_state_as_from_the_mask():
+    g = envs.game_class("pis_yedili")(players=3)
+    st = g.new_state(4)
+    by_state, by_mask = RandomPolicy(5), RandomPolicy(5)
+    while st.current_player is not None:
+        a = by_state.act(None, st.legal_mask(), st)
+        assert a == by_mask.act(None, st.legal_mask())
+        st.apply(a)
+
+
+def test_decide_builds_an_observation_only_for_policies_that_read_it():
+    from kahve.agents.policy import decide
+    seen = []
+
+    class Reader:
+        def act(self, observation, action_mask, state=None):
+            seen.append(observation)
+            return int(np.flatnonzero(action_mask)[0])
+
+    class StateOnly(Reader):
+        reads_observation = False
+
+    g = envs.game_class("pishti")(players=2)
+    st = g.new_state(0)
+    decide(Reader(), st)
+    decide(StateOnly(), st)
+    assert np.array_equal(seen[0], st.observation(st.current_player)) and seen[1] is None
+    for spec in ("random", "heuristic", "ismcts:2", "rollout:1"):   # none of the baselines reads it
+        assert make_policy(spec, g).reads_observation is False
+
+
 def test_rollout_policy_improves_on_random_and_plays_legally():
     r = evaluate("pishti", "rollout:4", "random", games=16, settings=QUICK["pishti"], seed=3)
     assert r["win_rate"] > 0.6 and r["points_per_deal"] > 3, format_report(r)
