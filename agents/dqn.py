@@ -5,7 +5,8 @@ Masks enter in three places (STYLE.md: masking only action selection is a known 
 1. exploration: epsilon-greedy picks a uniformly random *legal* action, and the warm-up too;
 2. acting: the greedy action is the best legal one (``predict(..., action_masks=...)``);
 3. the bootstrap target: ``r + gamma * max over the next state's LEGAL actions of Q_target(s', a')``.
-   The replay buffer stores the next state's mask, which the env returns as ``info["action_mask"]``.
+   The replay buffer stores the next state's mask: ``info["action_mask"]`` if the env returns it, else the
+   env's ``action_masks()`` right after the step.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class MaskedReplayBuffer(ReplayBuffer):
 
 class MaskedDQN(DQN):
     """SB3's DQN with masked exploration, acting and bootstrap target. Train it on an env with
-    ``action_masks()`` that returns ``info["action_mask"]`` for each new observation."""
+    ``action_masks()`` (the mask of its latest observation)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("replay_buffer_class", MaskedReplayBuffer)
@@ -83,6 +84,15 @@ class MaskedDQN(DQN):
 
     def _masked_random(self, masks: np.ndarray) -> np.ndarray:
         return np.array([np.random.choice(np.flatnonzero(m)) for m in masks])
+
+    def _store_transition(self, replay_buffer, buffer_action, new_obs, reward, dones, infos) -> None:
+        # the mask of every new observation, for the bootstrap target. A finished env has already been reset
+        # by the VecEnv, so its mask is the next episode's; its target does not bootstrap (done), except for a
+        # truncation, where the terminal state has no legal action of its own anyway.
+        masks = get_action_masks(self.env)
+        for info, mask in zip(infos, masks):
+            info.setdefault("action_mask", mask)
+        super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
 
     def _sample_action(self, learning_starts, action_noise=None, n_envs=1):
         masks = get_action_masks(self.env)

@@ -9,6 +9,7 @@ snapshots and a JSON list, never a pickle).
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -26,14 +27,18 @@ class OpponentPool:
             if not weight > 0:
                 raise ValueError(f"opponent {spec!r}: weight must be positive, got {weight!r}")
         self.entries = list(entries)
+        self._init_draws()
+
+    def _init_draws(self) -> None:
         self._cache: dict[int, object] = {}
+        self._cum_weights = list(itertools.accumulate(w for _, w in self.entries))   # what choices() would build
 
     def __getstate__(self):
         return {"entries": self.entries}
 
     def __setstate__(self, state):
         self.entries = state["entries"]
-        self._cache = {}
+        self._init_draws()
 
     def names(self) -> list[str]:
         out, k = [], 0
@@ -47,8 +52,7 @@ class OpponentPool:
 
     def draw(self, rng, game):
         """One opponent policy, drawn by weight with ``rng`` (a ``random.Random``)."""
-        weights = [w for _, w in self.entries]
-        k = rng.choices(range(len(self.entries)), weights=weights)[0]
+        k = rng.choices(range(len(self.entries)), cum_weights=self._cum_weights)[0]
         if k not in self._cache:
             spec = self.entries[k][0]
             seed = rng.getrandbits(32)

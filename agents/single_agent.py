@@ -3,9 +3,9 @@
 The learner owns one side of the table (in partnerships both seats of its side); the opponents act inside
 ``step()``, so a trajectory holds only the learner's own observations, actions and rewards (no mixing of
 viewpoints, STYLE.md). The side rotates from episode to episode, so the learner plays every seat. The reward
-is the learner's own, per the game's ``reward`` setting. ``action_masks()`` is a method of the env, so
-sb3-contrib's masking works through ``SubprocVecEnv`` too, and ``info["action_mask"]`` carries the mask of the
-returned observation (the masked DQN stores it for its bootstrap target).
+is the learner's own, per the game's ``reward`` setting. ``action_masks()`` is a method of the env (the mask of
+the observation last returned), so sb3-contrib's masking works through ``SubprocVecEnv`` too. The mask is not
+repeated in ``info``: SB3's ``DummyVecEnv`` deep-copies every info dict on every step.
 
 Opponents come from an :class:`~.opponents.OpponentPool`: each episode draws one policy per opponent side.
 """
@@ -109,7 +109,7 @@ class LearnerEnv(gym.Env):
                 break
         obs = self.state.observation(self._my_seat)
         self._mask = self._legal_mask()
-        return obs, {"action_mask": self._mask}
+        return obs, {}
 
     def step(self, action):
         st = self.state
@@ -121,7 +121,7 @@ class LearnerEnv(gym.Env):
         terminated, truncated = self._done()
         obs = st.observation(self._my_seat)
         self._mask = self._legal_mask()
-        info = {"action_mask": self._mask}
+        info = {}
         if terminated or truncated:
             info["winners"] = st.winners
             info["learner_side"] = self.learner_side

@@ -97,7 +97,7 @@ def test_learner_env_masks_sides_and_rewards(game, settings):
             st = env.state
             assert g.sides[st.current_player] == env.learner_side       # the learner only acts for its side
             mask = env.action_masks()
-            assert np.array_equal(mask, st.legal_mask()) and np.array_equal(info["action_mask"], mask)
+            assert np.array_equal(mask, st.legal_mask())
             assert np.array_equal(obs, st.observation(st.current_player))
             obs, r, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
             total += r
@@ -146,7 +146,7 @@ def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
 
         def reset(self, seed=None, options=None):
             self.t = 0
-            return np.array([1, 0], np.float32), {"action_mask": self.action_masks()}
+            return np.array([1, 0], np.float32), {}
 
         def action_masks(self):
             return np.array([True, False]) if self.t == 0 else np.array([False, True])
@@ -156,7 +156,7 @@ def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
             self.t += 1
             done = self.t == 2
             obs = np.array([0, 1], np.float32)
-            return obs, (1.0 if done else 0.0), done, False, {"action_mask": self.action_masks()}
+            return obs, (1.0 if done else 0.0), done, False, {}
 
     th.manual_seed(0)
     model = MaskedDQN("MlpPolicy", Chain(), learning_starts=50, buffer_size=1000, batch_size=32,
@@ -168,6 +168,21 @@ def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
     assert q[1, 1].item() == pytest.approx(1.0, abs=0.1)
     action, _ = model.predict(np.array([0, 1], np.float32), deterministic=True, action_masks=np.array([False, True]))
     assert action == 1
+
+
+def test_masked_dqn_stores_the_mask_of_each_next_observation():
+    # Pişti: the first 52 observation entries are the own hand, which is exactly the legal mask
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from kahve.agents.dqn import MaskedDQN
+    venv = DummyVecEnv([lambda i=i: LearnerEnv("pishti", dict(players=2, episode="deal"), seed=i) for i in range(2)])
+    model = MaskedDQN("MlpPolicy", venv, learning_starts=10**6, buffer_size=2000, seed=0, device="cpu")
+    model.learn(600)
+    buf = model.replay_buffer
+    rows = [(i, e) for i in range(buf.pos) for e in range(2) if not buf.dones[i, e]]
+    assert len(rows) > 400
+    for i, e in rows:
+        assert np.array_equal(buf.next_action_masks[i, e], buf.next_observations[i, e, :52] > 0)
 
 
 # ----- runs -----------------------------------------------------------------------------------------------------
@@ -257,7 +272,7 @@ def test_learner_env_skips_episodes_without_a_decision_for_the_learner():
     env = LearnerEnv("pishe_pasha", {"reward": "points"}, OpponentPool([("random", 1.0), ("heuristic", 3.0)]), seed=0)
     for _ in range(6000):
         obs, info = env.reset()
-        assert env.state.current_player is not None and info["action_mask"].any()
+        assert env.state.current_player is not None and env.action_masks().any()
     assert env._episodes > 6000
 
 
