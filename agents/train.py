@@ -44,6 +44,11 @@ def _make_env(game, settings, pool, seed):
     return make
 
 
+def pool_from_config(cfg: dict) -> OpponentPool:
+    """The opponent pool of a fresh run (self-play snapshots join it as training goes)."""
+    return OpponentPool([(o["policy"], float(o.get("weight", 1.0))) for o in cfg["opponents"]["pool"]])
+
+
 def build_vec_env(cfg: dict, pool: OpponentPool):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
     fns = [_make_env(cfg["game"], cfg["settings"], pool, cfg["seed"] * 1000 + i) for i in range(cfg["n_envs"])]
@@ -105,7 +110,7 @@ class Trainer:
             self.last_eval = state.get("last_eval", {})
             self.wall_before = state.get("wall_seconds", 0.0)
         else:
-            self.pool = OpponentPool([(o["policy"], float(o.get("weight", 1.0))) for o in cfg["opponents"]["pool"]])
+            self.pool = pool_from_config(cfg)
         self.vec = build_vec_env(cfg, self.pool)
         if resume:
             self.model = load_model(cfg, self.vec, self.ckpt / "model.zip")

@@ -153,15 +153,25 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
     return run
 
 
-def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats: int,
-                subprocesses: bool = True) -> dict:
-    """(d) MaskablePPO training steps/s and the share of wall time the learner waits on the envs."""
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
+#: (d)'s light variant: SB3's default MLP and rollout sizes against random opponents, the smallest learning
+#: cost per step, so the largest env share a user can meet
+PPO_LIGHT = ["network.hidden=[64,64]", "ppo.n_steps=256", "ppo.batch_size=256", "ppo.n_epochs=4",
+             "opponents.pool=[{policy: random, weight: 1}]"]
 
-    from kahve.agents.single_agent import LearnerEnv
+
+def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light: bool = False) -> dict:
+    """(d) MaskablePPO as ``kahve train configs/<game>/ppo.yaml`` runs it (its settings, network, PPO
+    hyperparameters and opponent pool; ``light``: see :data:`PPO_LIGHT`): learner steps/s and the share of wall
+    time spent in the envs, each timed over whole cycles of one rollout and one update, so that the share does
+    not depend on where a time window falls."""
+    import tempfile
+
+    import torch
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    from kahve import configs
+    from kahve.agents import config as config_mod
+    from kahve.agents.train import build_model, build_vec_env, pool_from_config
     torch.set_num_threads(1)
 
     class Timed(VecEnvWrapper):
@@ -182,30 +192,25 @@ def ppo_measure(game: str, settings: dict, n_envs: int, seconds: float, repeats:
             Timed.env_seconds += time.perf_counter() - self._t
             return out
 
-    class Stop(BaseCallback):
-        def __init__(self, deadline):
-            super().__init__()
-            self.deadline = deadline
-
-        def _on_step(self):
-            return time.perf_counter() < self.deadline
-
-    fns = [lambda i=i: LearnerEnv(game, settings, seed=i) for i in range(n_envs)]
-    venv = SubprocVecEnv(fns, start_method="forkserver") if n_envs > 1 and subprocesses else DummyVecEnv(fns)
-    env = Timed(venv)
-    model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
-    model.learn(256 * n_envs)                              # warm-up (process start, first update)
-    rates, shares = [], []
-    for _ in range(repeats):
-        Timed.env_seconds = 0.0
-        start_steps, start = model.num_timesteps, time.perf_counter()
-        model.learn(10**9, callback=Stop(start + seconds), reset_num_timesteps=False)
-        elapsed = time.perf_counter() - start
-        rates.append((model.num_timesteps - start_steps) / elapsed)
-        shares.append(Timed.env_seconds / elapsed)
-    env.close()
+    overrides = [f"n_envs={n_envs}", "vec_env=" + ("subproc" if subprocesses and n_envs > 1 else "dummy")]
+    cfg = config_mod.load(configs.find(f"{game}/ppo"), overrides + (PPO_LIGHT if light else []))
+    env = Timed(build_vec_env(cfg, pool_from_config(cfg)))
+    with tempfile.TemporaryDirectory() as tmp:
+        from pathlib import Path
+        model = build_model(cfg, env, Path(tmp))
+        cycle = cfg["ppo"]["n_steps"] * n_envs
+        model.learn(cycle)                                     # warm-up: process start, first update
+        rates, shares = [], []
+        for _ in range(repeats):
+            Timed.env_seconds = 0.0
+            start_steps, start = model.num_timesteps, time.perf_counter()
+            model.learn(cycle, reset_num_timesteps=False)
+            elapsed = time.perf_counter() - start
+            rates.append((model.num_timesteps - start_steps) / elapsed)
+            shares.append(Timed.env_seconds / elapsed)
+        env.close()
     return {"per_s": statistics.median(rates), "min": min(rates), "max": max(rates),
-            "env_share": statistics.median(shares)}
+            "env_share": statistics.median(shares), "env_share_min": min(shares), "env_share_max": max(shares)}
 
 
 # ----- peers (the "bench" extra) --------------------------------------------------------------------------

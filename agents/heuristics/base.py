@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 
 
 class ScoredHeuristic:
@@ -24,7 +23,7 @@ class ScoredHeuristic:
     def act(self, observation, action_mask, state=None) -> int:
         if state is None:
             raise ValueError(f"the {self.game.name} heuristic needs the engine state as its third argument")
-        return self.choose(state, [int(a) for a in np.flatnonzero(action_mask)])
+        return self.choose(state, state.legal_actions())      # the mask's nonzero entries, sorted
 
     def choose(self, state, legal: list[int]) -> int:
         """The best-scored of ``legal`` (the legal actions of ``state``); no observation needed, which

@@ -228,7 +228,10 @@ class State:
     def legal_mask(self) -> np.ndarray:
         mask = np.zeros(self.game.num_actions, dtype=bool)
         legal = self.legal_actions()
-        if legal:
+        if len(legal) < 16:              # a few items one by one: cheaper than numpy's list indexing
+            for a in legal:
+                mask[a] = True
+        else:
             mask[legal] = True
         return mask
 
