@@ -11,7 +11,7 @@ from .base import ScoredHeuristic
 
 class Heuristic(ScoredHeuristic):
 
-    def score(self, state, action: int) -> float:
+    def score(self, state, action: int, ctx=None) -> float:
         levels = state.settings.bet_levels
         if action < levels:
             return -action                                   # the lowest stake

@@ -52,29 +52,35 @@ def _subsets(target: int, values: tuple) -> tuple:
 
 class Heuristic(ScoredHeuristic):
 
-    def score(self, state, action: int) -> float:
+    def context(self, state) -> dict:
+        # the same for every action of a decision: a card played from the hand is already among the seen
+        # cards, and in SELECT the card being played is the same for every TAKE
         seat = state.current_player
+        return self._context(state, seat, state.sel_card if state.phase == PHASE_SELECT else None)
+
+    def score(self, state, action: int, ctx=None) -> float:
+        if ctx is None:
+            ctx = self.context(state)
         if action >= TAKE:                                   # SELECT: the best option still reachable
             card = state.sel_card
             k = len(state.picked)
             x = action - TAKE
-            ctx = self._context(state, seat, card)
             return max(self._capture_score(state, ctx, card, o) for o in state.cand if o[k] == x)
         card = action
-        ctx = self._context(state, seat, card)
         opts = state.capture_options(card)
         if not opts:
             return self._trail_score(state, ctx, card)
         return max(self._capture_score(state, ctx, card, o) for o in opts)
 
     # ----- what the seat knows ------------------------------------------------------------------------
-    def _context(self, state, seat: int, card: int) -> dict:
+    def _context(self, state, seat: int, card: int | None) -> dict:
         opp = 1 - seat
         seen = [False] * NUM_CARDS
         for block in (state.hands[seat], state.pool, state.captured[0], state.captured[1]):
             for c in block:
                 seen[c] = True
-        seen[card] = True
+        if card is not None:
+            seen[card] = True
         unseen_by_rank = [0] * 13
         for c in range(NUM_CARDS):
             if not seen[c]:

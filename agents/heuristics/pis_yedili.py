@@ -154,7 +154,7 @@ class Heuristic(ScoredHeuristic):
             return self._view
         return _View(state)
 
-    def score(self, state, action: int) -> float:
+    def score(self, state, action: int, ctx=None) -> float:
         v = self._get_view(state)
         hand = v.hand
         phase = state.phase

@@ -18,5 +18,5 @@ PREFERENCE = {GIVE: 3, PLACE: 2, TURN: 1, KEEP: 0}
 
 class Heuristic(ScoredHeuristic):
 
-    def score(self, state, action: int) -> float:
+    def score(self, state, action: int, ctx=None) -> float:
         return PREFERENCE[action]

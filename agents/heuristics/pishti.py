@@ -17,7 +17,7 @@ from .base import ScoredHeuristic
 
 class Heuristic(ScoredHeuristic):
 
-    def score(self, state, card: int) -> float:
+    def score(self, state, card: int, ctx=None) -> float:
         pts = state.game.card_points
         pile = state.pile
         rank = card % 13
