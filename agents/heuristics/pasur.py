@@ -40,6 +40,9 @@ THREAT_WEIGHT = 1.0
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth
 CLUB_WEIGHT = 1.0           # a club while the 7-clubs race is open
 
+# what each card is worth to take (points, the club race, COUNT_BONUS): while the race is open, once decided
+CARD_VALUE = {w: [CARD_POINTS[c] + w * IS_CLUB[c] + COUNT_BONUS for c in range(NUM_CARDS)] for w in (0.0, CLUB_WEIGHT)}
+
 
 def _subsets(target: int, values: tuple) -> tuple:
     found = _SUBSETS.get((target, values))
@@ -111,13 +114,13 @@ class Heuristic(ScoredHeuristic):
                     for i in range(h):
                         none *= max(unseen - k - i, 0) / (unseen - i)
                     p_rank[r] = 1.0 - none
-        return {"seat": seat, "club_w": 0.0 if decided else CLUB_WEIGHT, "p_rank": p_rank, "opp_sur": opp_sur,
-                "round_over": round_over, "final_hand": state.hand_number == HANDS_PER_ROUND}
+        return {"seat": seat, "card_value": CARD_VALUE[0.0 if decided else CLUB_WEIGHT], "p_rank": p_rank,
+                "opp_sur": opp_sur, "round_over": round_over, "final_hand": state.hand_number == HANDS_PER_ROUND}
 
     @staticmethod
     def _value(ctx: dict, cards) -> float:
-        w = ctx["club_w"]
-        return sum(CARD_POINTS[c] + w * IS_CLUB[c] + COUNT_BONUS for c in cards)
+        value = ctx["card_value"]
+        return sum([value[c] for c in cards])
 
     # ----- the plays ----------------------------------------------------------------------------------
     def _capture_score(self, state, ctx: dict, card: int, option: tuple) -> float:
@@ -158,6 +161,7 @@ class Heuristic(ScoredHeuristic):
         if numeric:
             values = tuple(RANK[x] + 1 for x in numeric)
             total = sum(values)
+            numeric_value = [ctx["card_value"][x] for x in numeric]
             for r in range(10):                             # their card of value r + 1
                 p = p_rank[r]
                 if not p:
@@ -167,7 +171,7 @@ class Heuristic(ScoredHeuristic):
                     continue
                 best = 0.0
                 for sub in _subsets(target, values):
-                    g = self._value(ctx, [numeric[i] for i in sub])
+                    g = sum([numeric_value[i] for i in sub])
                     if all_numeric and len(sub) == len(pool):
                         g += opp_sur
                     if g > best:
