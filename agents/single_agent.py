@@ -101,7 +101,7 @@ class LearnerEnv(gym.Env):
             for p in self._opponents:
                 if p is not None and hasattr(p, "reset"):
                     p.reset()
-            self.state = g.new_state(self._rng.getrandbits(64), deck)
+            self.state = g.new_state(self._rng, deck)      # seeds the deal from this env's stream
             self._advance()
             # an episode in which the learner never has a real decision (every move of its forced, e.g. a
             # Pishe Pasha deal without a GIVE or PENDING for it) teaches nothing and cannot be stepped: next one
