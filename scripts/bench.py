@@ -2,11 +2,12 @@
 
 For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZoo AEC loop
 (``agent_iter``/``last``/``step`` with masks), (c) the single-agent training view (``LearnerEnv``: observation
-and mask per step, random opponents), (d) MaskablePPO training steps/s with 1 and 4 envs and the share of wall
-time spent in the envs (``--ppo``). References in the same run: a do-nothing AEC env through the same wrapper
-and loop (the ceiling of any AEC loop here), and, with the ``bench`` extra installed, PettingZoo's
-``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights`` (with and without
-observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each, with its spread.
+and mask per step, random opponents), (d) MaskablePPO training steps/s as each game's shipped config runs it,
+with 1 and 4 envs, and the share of wall time spent in the envs (``--ppo``). References in the same run: a
+do-nothing AEC env through the same wrapper and loop (the ceiling of any AEC loop here), and, with the ``bench``
+extra installed, PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights``
+(with and without observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
+(for PPO: of one rollout and update each), with its spread.
 """
 
 from __future__ import annotations
@@ -152,6 +153,9 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
         return steps, episodes
     return run
 
+
+#: (d)'s runs: (envs, in subprocesses, light)
+PPO_RUNS = ((1, False, False), (4, True, False), (4, False, False), (4, False, True))
 
 #: (d)'s light variant: SB3's default MLP and rollout sizes against random opponents, the smallest learning
 #: cost per step, so the largest env share a user can meet
@@ -315,11 +319,12 @@ def run(args) -> int:
               + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else ""))
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
         if args.ppo:
-            for n, sub in ((1, False), (4, True), (4, False)):
-                key = f"ppo_{n}_envs" + ("_subprocesses" if sub else "")
-                row[key] = r = ppo_measure(name, deal, n, max(sec, 5.0), rep, subprocesses=sub)
-                where = "in subprocesses" if sub else "in process"
-                print(f"  {'':<{len(name)}}  MaskablePPO, {n} env(s) {where}: {_fmt(r)} steps, "
+            for n, sub, light in PPO_RUNS:
+                key = f"ppo_{n}_envs" + ("_subprocesses" if sub else "") + ("_light" if light else "")
+                row[key] = r = ppo_measure(name, n, rep, subprocesses=sub, light=light)
+                what = (f"{n} env(s) " + ("in subprocesses" if sub else "in process")
+                        + (", light (64x64 MLP, random opponents)" if light else ", shipped config"))
+                print(f"  {'':<{len(name)}}  MaskablePPO, {what}: {_fmt(r)} steps, "
                       f"env share of wall time {r['env_share']:.0%}")
         results["games"][name] = row
     if "pishti" in results["games"]:

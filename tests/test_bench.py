@@ -1,0 +1,29 @@
+"""``kahve bench`` runs end to end on a tiny budget and reports what it says it measures (speed itself is
+measured by the benchmark, never asserted here)."""
+
+from __future__ import annotations
+
+import json
+
+from kahve.scripts import bench
+from kahve.scripts.cli import main
+
+
+def test_bench_reports_every_figure_as_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "pishti", "ish", "--seconds", "0.05", "--repeats", "1", "--no-peers",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert set(data["games"]) == {"pishti", "ish"}
+    for row in data["games"].values():
+        for key in ("engine", "aec", "learner_env"):
+            assert row[key]["per_s"] > 0 and row[key]["min"] <= row[key]["per_s"] <= row[key]["max"]
+        assert row["aec_vs_ceiling"] > 0
+    assert data["games"]["pishti"]["engine_vs_pishti"] == 1.0
+    assert "do-nothing AEC env (same wrapper and loop)" in data["references"]
+    assert "per-move engine speed relative to Pişti" in capsys.readouterr().out
+
+
+def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
+    r = bench.ppo_measure("ish", 1, 1, subprocesses=False, light=True)
+    assert r["per_s"] > 0 and 0 < r["env_share"] < 1
