@@ -316,41 +316,31 @@ class PishtiState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def observation(self, seat: int) -> np.ndarray:
+        # built as one list of one-hot indices and two slices of values: numpy per-item writes cost ~0.1 µs each
         g = self.game
         n, ns = g.num_players, g.num_sides
         obs = np.zeros(g.observation_size, dtype=np.float32)
-        hand = self.hands[seat]
-        obs[hand] = 1.0
-        pile = self.pile
-        obs[52 + (pile[-1] if pile else 52)] = 1.0
-        up = pile[self.pile_face_down:]
-        if up:
-            obs[[105 + c for c in up]] = 1.0
-        obs[157] = len(pile) / 52
-        obs[158] = self.pile_face_down / 3
-        obs[159:211] = np.frombuffer(self.seen, dtype=np.uint8)
+        hand, pile = self.hands[seat], self.pile
+        obs[159:211] = np.frombuffer(self.seen, dtype=np.uint8)      # seen face up this deal ...
         if hand:
-            obs[[159 + c for c in hand]] = 0.0
+            obs[[159 + c for c in hand]] = 0.0                       # ... own hand excluded
+        ones = hand + [52 + (pile[-1] if pile else 52)] + [105 + c for c in pile[self.pile_face_down:]]
+        obs[157:159] = (len(pile) / 52, self.pile_face_down / 3)
         my_side = g.sides[seat]
         target = self.settings.target_score
-        o = 211
+        values = []
         for k in range(ns):
             side = (my_side + k) % ns
-            obs[o] = len(self.captured[side]) / 52
-            obs[o + 1] = min(self.visible_points[side] / 13, 10.0)
-            obs[o + 2] = min(self.pisti_points[side] / 50, 10.0)
-            obs[o + 3] = min(self.scores[side] / target, 10.0)
-            o += 4
-        obs[o] = len(self.stock) / 52
-        obs[o + 1] = self.hand_number / g.hands_per_deal
-        o += 2
-        for k in range(1, n):
-            obs[o] = len(self.hands[(seat + k) % n]) / 4
-            o += 1
-        obs[o + (self.dealer - seat) % n] = 1.0
-        o += n
+            values += (len(self.captured[side]) / 52, min(self.visible_points[side] / 13, 10.0),
+                       min(self.pisti_points[side] / 50, 10.0), min(self.scores[side] / target, 10.0))
+        values += (len(self.stock) / 52, self.hand_number / g.hands_per_deal)
+        values += [len(self.hands[(seat + k) % n]) / 4 for k in range(1, n)]
+        o = 211 + len(values)
+        obs[211:o] = values
+        ones.append(o + (self.dealer - seat) % n)
         lc = self.last_capturer
-        obs[o + ((lc - my_side) % ns if lc is not None else ns)] = 1.0
+        ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
+        obs[ones] = 1.0
         return obs
 
     def describe_action(self, action: int) -> str:
