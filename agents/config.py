@@ -82,6 +82,9 @@ SCHEMA: dict = {
         "epochs": F(int, 5, 1, 1000),
         "batch_size": F(int, 512, 8, 10**6),
         "learning_rate": F(float, 1e-3, 1e-7, 1.0),
+        "dagger_rounds": F(int, 0, 0, 100, doc="DAgger rounds after cloning: the clone plays, the teacher labels"),
+        "dagger_steps": F(int, 0, 0, 10**8, doc="decisions collected per DAgger round; 0: as many as steps"),
+        "dagger_epochs": F(int, 5, 1, 1000, doc="epochs over all the data after each DAgger round"),
     },
     "opponents": {
         "pool": F(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-ACTIVATIONS = {
-    "tanh": np.tanh,
-    "relu": lambda x: np.maximum(x, 0.0),
-}
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+ACTIVATIONS = {"tanh": np.tanh, "relu": _relu}      # module-level functions: an MLP pickles to worker processes
 
 
 class MLP:

@@ -5,44 +5,56 @@ when you can, keep a jack). A fresh MaskablePPO run can instead imitate a teache
 learner's seat in the same single-agent view the learner will train in (same opponents, same observations), and
 the policy network is fitted to its moves (cross-entropy over the legal actions), the value network to the
 discounted returns it obtained. PPO then improves on the teacher against the configured opponents.
+
+A clone errs now and then, reaches states the teacher never showed it, and errs more there (the errors
+compound). DAgger (Ross, Gordon & Bagnell, 2011) fixes that: the cloned policy plays the learner's seat, the
+teacher labels every state it reaches, the labels join the data and the policy is fitted again, for
+``dagger_rounds`` rounds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .mlp import MLP, NetworkPolicy
 from .opponents import OpponentPool
 from .policy import make_policy
 from .single_agent import LearnerEnv
 
 
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
-                           gamma: float, seed: int, workers: int = 1) -> dict:
+                           gamma: float, seed: int, workers: int = 1, actor: MLP | None = None) -> dict:
     """Play ``steps`` learner decisions with ``teacher`` in the learner's seat, in ``workers`` processes
-    (a search teacher such as ``rollout:8`` costs milliseconds per decision)."""
+    (a search teacher such as ``rollout:8`` costs milliseconds per decision). With ``actor`` (DAgger), the
+    actor's greedy choice is played and the teacher only labels each state; ``agree`` says where they chose
+    the same."""
     if workers > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         share = -(-steps // workers)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
             parts = list(ex.map(collect_demonstrations, *zip(*[(game, settings, pool, teacher, share, gamma,
-                                                                  seed * 1009 + w) for w in range(workers)])))
+                                                                  seed * 1009 + w, 1, actor)
+                                                                 for w in range(workers)])))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     from .threads import limit_threads
     limit_threads()
     env = LearnerEnv(game, settings, pool, seed=seed)
     policy = make_policy(teacher, env.game, seed)
-    obs_l, mask_l, act_l, ret_l = [], [], [], []
+    player = NetworkPolicy(actor, seed=seed) if actor is not None else None
+    obs_l, mask_l, act_l, ret_l, agree_l = [], [], [], [], []
     while len(act_l) < steps:
         obs, info = env.reset()
         rewards, done = [], False
         while not done:
             mask = env.action_masks()
             a = policy.act(obs, mask, env.state)
+            played = a if player is None else player.act(obs, mask)
             obs_l.append(obs)
             mask_l.append(mask)
             act_l.append(a)
-            obs, r, term, trunc, info = env.step(a)
+            agree_l.append(played == a)
+            obs, r, term, trunc, info = env.step(played)
             rewards.append(r)
             done = term or trunc
         g, returns = 0.0, []
@@ -51,7 +63,8 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
             returns.append(g)
         ret_l.extend(reversed(returns))
     return {"obs": np.array(obs_l, dtype=np.float32), "masks": np.array(mask_l, dtype=bool),
-            "actions": np.array(act_l, dtype=np.int64), "returns": np.array(ret_l, dtype=np.float32)}
+            "actions": np.array(act_l, dtype=np.int64), "returns": np.array(ret_l, dtype=np.float32),
+            "agree": np.array(agree_l, dtype=bool)}
 
 
 def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,

@@ -194,13 +194,17 @@ def _train(args, cwd):
 @pytest.mark.parametrize("path", CONFIGS, ids=[f"{p.parent.name}/{p.name}" for p in CONFIGS])
 def test_smoke_run_of_every_shipped_config(path, tmp_path):
     out = tmp_path / "run"
-    pretrain = ["pretrain.steps=300", "pretrain.epochs=1"] if path.stem == "ppo" else []
+    pretrain = (["pretrain.steps=300", "pretrain.epochs=1", "pretrain.dagger_rounds=1", "pretrain.dagger_steps=100",
+                 "pretrain.dagger_epochs=1"] if path.stem == "ppo" else [])
     r = _train([str(path), "--no-progress", "--override", *TINY, *pretrain, f"output={out}"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] >= 256 and (out / "policy.npz").exists()
     assert (out / "checkpoints" / "latest" / "model.zip").exists() and (out / "tb").is_dir()
     assert set(summary["evaluation"]["results"]) == set(config_mod.load(path)["evaluation"]["opponents"])
+    if path.stem == "ppo":
+        pre = json.loads((out / "pretrain.json").read_text())
+        assert pre["decisions"] >= 400 and len(pre["dagger"]) == 1 and 0 <= pre["dagger"][0]["played_like_teacher"] <= 1
 
 
 def test_resume_continues_the_step_count(tmp_path):
@@ -256,6 +260,27 @@ def test_behaviour_cloning_moves_the_policy_towards_the_teacher():
     before = behaviour_clone(model, data, 1, 256, 0.0, seed=0, log=lambda *a: None)["accuracy"]
     after = behaviour_clone(model, data, 6, 256, 3e-3, seed=0, log=lambda *a: None)["accuracy"]
     assert after > before + 0.2 and after > 0.6, (before, after)
+
+
+def test_dagger_collection_lets_the_clone_play_and_the_teacher_label():
+    from kahve.agents.mlp import MLP
+    from kahve.agents.pretrain import collect_demonstrations
+    pool = OpponentPool([("random", 1.0)])
+    settings = dict(players=2, episode="deal")
+    size = envs.game_class("pishti")(**settings).observation_size
+    rng = np.random.default_rng(0)
+    actor = MLP([rng.normal(size=(52, size))], [np.zeros(52)], "tanh")      # an arbitrary (bad) player
+    teacher_only = collect_demonstrations("pishti", settings, pool, "heuristic", 400, 0.99, seed=1)
+    dagger = collect_demonstrations("pishti", settings, pool, "heuristic", 400, 0.99, seed=1, workers=2,
+                                    actor=actor)
+    assert teacher_only["agree"].all()
+    assert 0.05 < dagger["agree"].mean() < 0.95          # the actor played; where it differs, the label stayed
+    labels = dagger["actions"]
+    assert dagger["masks"][np.arange(len(labels)), labels].all()
+    # the actor's own choices are what it would play on those observations; the labels differ exactly there
+    greedy = [int(np.flatnonzero(m)[np.argmax(actor.forward(o)[np.flatnonzero(m)])])
+              for o, m in zip(dagger["obs"], dagger["masks"])]
+    assert np.array_equal(np.array(greedy) == labels, dagger["agree"])
 
 
 def test_demonstrations_in_parallel_are_reproducible():
