@@ -235,7 +235,7 @@ def test_ish_ppo_learns_the_minimum_stake():
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         cfg["output"] = d + "/run"
-        train(cfg, progress=False, log=lambda *a: None)
+        train(cfg, progress=True, log=lambda *a: None)        # the progress bar's packages are installed
         from kahve.agents.mlp import MLP, NetworkPolicy
         pol = NetworkPolicy(MLP.load(Path(d) / "run" / "policy.npz"))
     game = envs.game_class("ish")(players=2, episode="deal", false_call_fine=1)
