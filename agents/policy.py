@@ -3,12 +3,13 @@
 A policy is anything with ``act(observation, action_mask, state=None) -> int`` and optionally ``reset()``
 (called at the start of every match) and ``reads_observation`` (default true): a policy that decides from the
 engine state and the mask alone (random, the heuristics, the searches) sets it false, and :func:`decide` then
-skips building an observation it would not read (most of an opponent move's cost in the training view). Evaluation and play pass the engine ``state`` of the seat to move;
-a search policy uses only ``state.clone()``/``state.determinize(seat, rng)`` from it, and the rule-based
-heuristics read only what their seat may know (tests check both by re-dealing hidden cards).
+skips building an observation it would not read (most of an opponent move's cost in the training view).
+Evaluation and play pass the engine ``state`` of the seat to move; a search policy uses only
+``state.clone()``/``state.determinize(seat, rng)`` from it, and the rule-based heuristics read only what their
+seat may know (tests check both by re-dealing hidden cards).
 
-Spec strings name policies everywhere (CLI, configs): ``random``, ``heuristic``, ``ismcts`` or
-``ismcts:400`` (iterations per move), ``rollout:16`` (flat Monte-Carlo over the heuristic), or the path of an exported bot file.
+Spec strings name policies everywhere (CLI, configs): ``random``, ``heuristic``, ``ismcts`` or ``ismcts:400``
+(iterations per move), ``rollout:16`` (flat Monte-Carlo over the heuristic), or the path of an exported bot file.
 """
 
 from __future__ import annotations

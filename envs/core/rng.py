@@ -11,7 +11,7 @@ from __future__ import annotations
 import _random
 import random
 
-# bit length of every list length a deck can have (two packs are 104 cards, a Pis Yedili deck 106 at most)
+# bit length of every list length a deck can have (two packs are 104 cards); longer lists use random.shuffle
 _BITS = tuple(n.bit_length() for n in range(256))
 
 
