@@ -33,9 +33,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one timed run (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per figure (default 3)")
     parser.add_argument("--settings", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="settings applied to every game measured (e.g. players=2)")
+                        help="settings for the engine, AEC and training-view figures of every game measured "
+                             "(e.g. players=2); --ppo runs each shipped config with its own settings")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--ppo", action="store_true", help="also measure MaskablePPO training (slower)")
+    parser.add_argument("--ppo", action="store_true",
+                        help="also measure MaskablePPO training as configs/<game>/ppo.yaml runs it (slower)")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer libraries")
 
 
