@@ -76,6 +76,7 @@ class CardGameEnv(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
+        self._report_in_infos = False
         self._deals_seen = 0
         # set before _sync: a match can end at reset when every decision is forced (e.g. Pishe Pasha with
         # give_compulsory and skip_single_choice), and _sync only moves the selection
@@ -85,11 +86,10 @@ class CardGameEnv(AECEnv):
     def observe(self, agent: str) -> dict:
         seat = self.agent_name_mapping[agent]
         st = self.state
-        mask = np.zeros(self.game.num_actions, dtype=np.int8)
         if st.current_player == seat:
-            legal = st.legal_actions()
-            if legal:
-                mask[legal] = 1
+            mask = st.legal_mask().view(np.int8)         # bool and int8 share the bytes: no copy
+        else:
+            mask = np.zeros(self.game.num_actions, dtype=np.int8)
         return {"observation": st.observation(seat), "action_mask": mask}
 
     def step(self, action) -> None:
@@ -101,7 +101,9 @@ class CardGameEnv(AECEnv):
             raise IllegalActionError(f"{agent} must act; None is only for agents that are done")
         self.state.apply(action)
         self._cumulative_rewards[agent] = 0.0
-        self.infos = {a: {} for a in self.agents}
+        if self._report_in_infos:                      # a deal report is shown on the step that ends the deal only
+            self.infos = {a: {} for a in self.agents}
+            self._report_in_infos = False
         self._sync()
 
     def _sync(self) -> None:
@@ -111,14 +113,16 @@ class CardGameEnv(AECEnv):
             self.rewards[a] = float(st.rewards[m[a]])
         if st.deals_completed != self._deals_seen:
             self._deals_seen = st.deals_completed
+            self._report_in_infos = True
             for a in self.agents:
                 self.infos[a] = dict(st.deal_report)
-        for a in self.agents:
-            seat = m[a]
-            if st.terminal or st.out[seat]:
-                self.terminations[a] = True
-            if st.truncated and not st.out[seat]:
-                self.truncations[a] = True
+        if st.current_player is None or True in st.out:   # someone's match is over
+            for a in self.agents:
+                seat = m[a]
+                if st.terminal or st.out[seat]:
+                    self.terminations[a] = True
+                if st.truncated and not st.out[seat]:
+                    self.truncations[a] = True
         if st.current_player is not None:
             self.agent_selection = self.possible_agents[st.current_player]
         elif not self.agents or self.agent_selection not in self.agents:
