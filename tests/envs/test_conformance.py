@@ -79,3 +79,27 @@ def test_registry_and_env_functions(game):
 def test_unknown_game():
     with pytest.raises(ValueError, match="unknown game 'chess'.*pishti"):
         envs.make("chess")
+
+
+@pytest.mark.parametrize("game", envs.GAMES)
+def test_infos_carry_each_deal_report_once_and_masks_are_the_legal_actions(game):
+    env = envs.make(game)
+    env.reset(seed=3)
+    st = env.unwrapped.state
+    rng = random.Random(3)
+    deals, reports = 0, 0
+    for agent in env.agent_iter(20_000):
+        obs, reward, term, trunc, info = env.last()
+        if st.deals_completed != deals:          # the step just taken ended a deal: its report, to everyone
+            deals = st.deals_completed
+            reports += 1
+            assert all(env.infos[a] == st.deal_report for a in env.agents)
+        elif not (term or trunc):                # (the final report stays while the agents step out)
+            assert all(env.infos[a] == {} for a in env.agents)
+        if term or trunc:
+            env.step(None)
+            continue
+        assert obs["action_mask"].dtype == np.int8
+        assert np.flatnonzero(obs["action_mask"]).tolist() == st.legal_actions()
+        env.step(rng.choice(st.legal_actions()))
+    assert reports == st.deals_completed >= 1
