@@ -128,28 +128,28 @@ class Trainer:
 
     def pretrain(self) -> None:
         from .pretrain import behaviour_clone, collect_demonstrations
-        pre = self.cfg["pretrain"]
-        workers = min(self.cfg["n_envs"], os.cpu_count() or 1)
+        cfg, pre = self.cfg, self.cfg["pretrain"]
+        workers = min(cfg["n_envs"], os.cpu_count() or 1)
+
+        def collect(steps: int, seed: int, actor=None) -> dict:
+            return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, pre["teacher"], steps,
+                                          cfg["ppo"]["gamma"], seed, workers=workers, actor=actor)
+
         t = time.perf_counter()
-        data = collect_demonstrations(self.cfg["game"], self.cfg["settings"], self.pool, pre["teacher"],
-                                      pre["steps"], self.cfg["ppo"]["gamma"], self.cfg["seed"] + 17,
-                                      workers=workers)
+        data = collect(pre["steps"], cfg["seed"] + 17)
         self.log(f"behaviour cloning: {len(data['actions']):,} decisions of {pre['teacher']} collected in "
                  f"{time.perf_counter() - t:.0f} s")
         stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],
-                                self.cfg["seed"], log=self.log)
+                                cfg["seed"], log=self.log)
         rounds = []
         for k in range(pre["dagger_rounds"]):
-            more = collect_demonstrations(self.cfg["game"], self.cfg["settings"], self.pool, pre["teacher"],
-                                          pre["dagger_steps"] or pre["steps"], self.cfg["ppo"]["gamma"],
-                                          self.cfg["seed"] + 1000 * (k + 1), workers=workers,
-                                          actor=MLP.from_sb3(self.model))
+            more = collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1), MLP.from_sb3(self.model))
             played_like_teacher = float(more["agree"].mean())
             self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
                      f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
             data = {key: np.concatenate([data[key], more[key]]) for key in data}
             stats = behaviour_clone(self.model, data, pre["dagger_epochs"], pre["batch_size"], pre["learning_rate"],
-                                    self.cfg["seed"] + k + 1, log=self.log)
+                                    cfg["seed"] + k + 1, log=self.log)
             rounds.append({"round": k + 1, "states": len(more["actions"]), "played_like_teacher": played_like_teacher})
         self.pretrain_seconds = time.perf_counter() - t
         with open(self.run_dir / "pretrain.json", "w") as f:
