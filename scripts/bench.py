@@ -103,12 +103,13 @@ def _timed(fn, seconds: float, repeats: int) -> dict:
 def engine_loop(game, seed: int = 0):
     def run(deadline):
         rng = random.Random(seed)
+        rnd = rng.random
         steps = episodes = 0
         while time.perf_counter() < deadline:
             state = game.new_state(rng)            # one stream of deals: no seeding per deal
             while state.current_player is not None:
                 legal = state.legal_actions()
-                state.apply(legal[int(rng.random() * len(legal))])  # cheaper than randrange
+                state.apply(legal[int(rnd() * len(legal))])  # cheaper than randrange
                 steps += 1
             episodes += 1
         return steps, episodes
