@@ -53,6 +53,36 @@ def _subsets(target: int, values: tuple) -> tuple:
     return found
 
 
+_BEST: dict = {}
+
+
+def _best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
+    """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` summing to the target
+    (what a card of value 11 - target takes); ``sur_bonus`` is added when the subset is the whole pool. The
+    same pools come back decision after decision, so the answers are kept (bounded like the subset cache)."""
+    key = (numeric, id(card_value), sur_bonus)       # card_value is one of the two CARD_VALUE tables
+    found = _BEST.get(key)
+    if found is None:
+        if len(_BEST) >= _SUBSETS_MAX:
+            _BEST.clear()
+        values = tuple(RANK[x] + 1 for x in numeric)
+        numeric_value = [card_value[x] for x in numeric]
+        found = [0.0] * 11
+        for target in range(1, 11):
+            if target > sum(values):
+                continue
+            best = 0.0
+            for sub in _subsets(target, values):
+                g = sum([numeric_value[i] for i in sub])
+                if len(sub) == len(numeric):
+                    g += sur_bonus
+                if g > best:
+                    best = g
+            found[target] = best
+        _BEST[key] = found
+    return found
+
+
 class Heuristic(ScoredHeuristic):
 
     def context(self, state) -> dict:
@@ -159,25 +189,11 @@ class Heuristic(ScoredHeuristic):
         opp_sur = ctx["opp_sur"]
         cands = []
         if numeric:
-            values = tuple(RANK[x] + 1 for x in numeric)
-            total = sum(values)
-            numeric_value = [ctx["card_value"][x] for x in numeric]
+            best = _best_captures(tuple(numeric), ctx["card_value"], opp_sur if all_numeric else 0.0)
             for r in range(10):                             # their card of value r + 1
                 p = p_rank[r]
-                if not p:
-                    continue
-                target = 10 - r
-                if target > total:
-                    continue
-                best = 0.0
-                for sub in _subsets(target, values):
-                    g = sum([numeric_value[i] for i in sub])
-                    if all_numeric and len(sub) == len(pool):
-                        g += opp_sur
-                    if g > best:
-                        best = g
-                if best:
-                    cands.append((best, p))
+                if p and best[10 - r]:
+                    cands.append((best[10 - r], p))
         sweep = [x for x in pool if RANK[x] <= JACK]
         if sweep and p_rank[JACK]:
             cands.append((self._value(ctx, sweep), p_rank[JACK]))
