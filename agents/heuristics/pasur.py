@@ -60,13 +60,13 @@ def _best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
     """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` summing to the target
     (what a card of value 11 - target takes); ``sur_bonus`` is added when the subset is the whole pool. The
     same pools come back decision after decision, so the answers are kept (bounded like the subset cache)."""
-    key = (numeric, id(card_value), sur_bonus)       # card_value is one of the two CARD_VALUE tables
+    values = tuple([RANK[x] + 1 for x in numeric])
+    numeric_value = tuple([card_value[x] for x in numeric])
+    key = (values, numeric_value, sur_bonus)         # cards of the same rank and worth answer alike
     found = _BEST.get(key)
     if found is None:
         if len(_BEST) >= _SUBSETS_MAX:
             _BEST.clear()
-        values = tuple(RANK[x] + 1 for x in numeric)
-        numeric_value = [card_value[x] for x in numeric]
         found = [0.0] * 11
         for target in range(1, 11):
             if target > sum(values):
