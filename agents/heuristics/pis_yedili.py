@@ -135,27 +135,11 @@ class _View:
 
 class Heuristic(ScoredHeuristic):
 
-    def __init__(self, game, seed: int | None = None):
-        super().__init__(game, seed)
-        self._view = None
-        self._view_state = None
-
-    def choose(self, state, legal: list[int]) -> int:
-        self._view_state, self._view = state, None
-        try:
-            return super().choose(state, legal)
-        finally:
-            self._view_state, self._view = None, None
-
-    def _get_view(self, state) -> _View:
-        if self._view_state is state:
-            if self._view is None:
-                self._view = _View(state)
-            return self._view
-        return _View(state)
+    def context(self, state) -> _View:
+        return _View(state)                                  # what the seat knows, once per decision
 
     def score(self, state, action: int, ctx=None) -> float:
-        v = self._get_view(state)
+        v = ctx if ctx is not None else _View(state)
         hand = v.hand
         phase = state.phase
         if action == TAKE_PENALTY:
