@@ -172,6 +172,7 @@ def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light:
     time spent in the envs, each timed over whole cycles of one rollout and one update, so that the share does
     not depend on where a time window falls."""
     import tempfile
+    from pathlib import Path
 
     import torch
     from stable_baselines3.common.vec_env import VecEnvWrapper
@@ -203,7 +204,6 @@ def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light:
     cfg = config_mod.load(configs.find(f"{game}/ppo"), overrides + (PPO_LIGHT if light else []))
     env = Timed(build_vec_env(cfg, pool_from_config(cfg)))
     with tempfile.TemporaryDirectory() as tmp:
-        from pathlib import Path
         model = build_model(cfg, env, Path(tmp))
         cycle = cfg["ppo"]["n_steps"] * n_envs
         model.learn(cycle)                                     # warm-up: process start, first update

@@ -274,6 +274,14 @@ class State:
                 return
             self._apply(legal[0])
 
+    def _copied_streams(self) -> dict:
+        """Independent copies of the random streams, for a game's own ``clone()`` (the chance stream only if it
+        was made)."""
+        streams = {"deck_rng": copy_rng(self.deck_rng)}
+        if self._chance_rng is not None:
+            streams["_chance_rng"] = copy_rng(self._chance_rng)
+        return streams
+
     def clone(self) -> "State":
         """An independent copy, fast enough for search (thousands per move).
 

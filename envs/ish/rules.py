@@ -100,7 +100,7 @@ import numpy as np
 from ..core import cards as _cards
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
-from ..core.rng import copy_rng, shuffle
+from ..core.rng import shuffle
 from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
 
 NUM_CARDS = 40
@@ -602,9 +602,7 @@ class IshState(State):
                     "has_bet", "results", "eligible", "calls", "order"):
             d[key] = list(d[key])
         d["picks"] = [list(p) for p in self.picks]
-        d["deck_rng"] = copy_rng(self.deck_rng)
-        if self._chance_rng is not None:
-            d["_chance_rng"] = copy_rng(self._chance_rng)
+        d.update(self._copied_streams())
         for key in ("deal_report", "last_round", "winners"):
             if d[key] is not None:
                 d[key] = _copy_plain(d[key])

@@ -95,7 +95,7 @@ import numpy as np
 from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
-from ..core.rng import copy_rng, shuffle
+from ..core.rng import shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
 # action ranges (§2h)
@@ -560,9 +560,7 @@ class PasurState(State):
             d[k] = list(d[k])
         d["hands"] = [list(h) for h in self.hands]
         d["captured"] = [list(c) for c in self.captured]
-        d["deck_rng"] = copy_rng(self.deck_rng)
-        if self._chance_rng is not None:
-            d["_chance_rng"] = copy_rng(self._chance_rng)
+        d.update(self._copied_streams())
         if self.winners is not None:
             d["winners"] = list(self.winners)
         if self.deal_report is not None:

@@ -116,7 +116,7 @@ from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, ca
     check_standard_deck
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, State
-from ..core.rng import copy_rng, shuffle
+from ..core.rng import shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
 HAND_SIZE = 7
@@ -605,9 +605,7 @@ class PisYediliState(State):
         d["out"] = self.out[:]
         d["winners"] = None if self.winners is None else self.winners[:]
         d.pop("_dcache", None)
-        d["deck_rng"] = copy_rng(self.deck_rng)
-        if self._chance_rng is not None:
-            d["_chance_rng"] = copy_rng(self._chance_rng)
+        d.update(self._copied_streams())
         st.__dict__ = d
         return st
 
