@@ -9,7 +9,7 @@ ROOT = Path(__file__).parent
 
 
 def main() -> None:
-    from kahve.agents.bot import Bot
+    from kahve.agents.policies.bot import Bot
     rows = []
     for bot_path in sorted(ROOT.glob("*/*.onnx")):
         meta = Bot.read_metadata(bot_path)[1]

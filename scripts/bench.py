@@ -138,7 +138,7 @@ def aec_loop(env, seed: int = 0):
 
 def learner_loop(game: str, settings: dict, seed: int = 0):
     """(c) the single-agent training view: observation and mask per learner step, random opponents."""
-    from kahve.agents.single_agent import LearnerEnv
+    from kahve.agents.training.learner_env import LearnerEnv
 
     def run(deadline):
         env = LearnerEnv(game, settings, seed=seed)
@@ -178,8 +178,8 @@ def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light:
     from stable_baselines3.common.vec_env import VecEnvWrapper
 
     from kahve import configs
-    from kahve.agents import config as config_mod
-    from kahve.agents.train import build_model, build_vec_env, pool_from_config
+    from kahve.agents.training import config as config_mod
+    from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
     torch.set_num_threads(1)
 
     class Timed(VecEnvWrapper):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from kahve.agents.evaluate import evaluate, format_report
+from kahve.agents.evaluation.evaluate import evaluate, format_report
 
 from .common import add_game_arguments, parse_settings
 from .progress import progress_bar

@@ -22,8 +22,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from kahve import envs
-    from kahve.agents.bot import bot_metadata, export_onnx
-    from kahve.agents.mlp import MLP
+    from kahve.agents.policies.bot import bot_metadata, export_onnx
+    from kahve.agents.policies.network import MLP
 
     run_dir = Path(args.run_dir)
     cfg_file = run_dir / "config.yaml"
@@ -34,7 +34,7 @@ def run(args) -> int:
     if (run_dir / "policy.npz").exists():
         mlp = MLP.load(run_dir / "policy.npz")
     else:
-        from kahve.agents.train import load_model
+        from kahve.agents.training.trainer import load_model
         mlp = MLP.from_sb3(load_model(cfg, None, run_dir / "checkpoints" / "latest" / "model.zip"))
     game = envs.game_class(cfg["game"])(**cfg["settings"])
     state_file = run_dir / "checkpoints" / "latest" / "state.json"
@@ -44,7 +44,7 @@ def run(args) -> int:
     path = export_onnx(mlp, args.output, meta)
     print(f"wrote {path} ({path.stat().st_size:,} bytes): {cfg['game']} {cfg['algorithm']}, {steps:,} steps")
     if args.report is not None:
-        from kahve.agents.report import write_report
+        from kahve.agents.evaluation.report import write_report
         opponents = args.report or ["random", "heuristic", "ismcts:200"]
         report = write_report(path, opponents, games=args.games, workers=args.workers, command=args.command)
         print(f"wrote {report}")

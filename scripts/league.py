@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from kahve.agents.league import format_table, league
+from kahve.agents.evaluation.league import format_table, league
 
 from .common import add_game_arguments, parse_settings
 from .progress import progress_bar

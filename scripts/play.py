@@ -11,7 +11,8 @@ import random
 import sys
 
 from kahve import envs
-from kahve.agents.policy import decide, make_policy
+from kahve.agents.policies.base import decide
+from kahve.agents.policies.specs import make_policy
 
 from .common import add_game_arguments, parse_settings
 
@@ -93,7 +94,7 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
     out("== match over: " + ("you won" if won and len(state.winners) == 1 else
                              "shared win" if won else f"winners: {', '.join(f'player {w}' for w in state.winners)}"))
     if record:
-        from kahve.agents.records import make_record, write_records
+        from kahve.agents.evaluation.records import make_record, write_records
         players = ["you" if p == seat else bot for p in range(g.num_players)]
         write_records(record, [make_record(g, seed, actions, state, players=players)], append=True)
         out(f"match recorded in {record} (seed {seed}); replay it with: kahve replay {record}")

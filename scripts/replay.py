@@ -7,7 +7,7 @@ words. Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the po
 
 from __future__ import annotations
 
-from kahve.agents.records import load_records, replay_states
+from kahve.agents.evaluation.records import load_records, replay_states
 
 HELP = ("commands: Enter or n = next move, p = previous, a number = jump to the position after that many moves, "
         "s K = seat K's view, a = all hands, q = quit")

@@ -16,8 +16,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from kahve.agents import config as config_mod
-    from kahve.agents.train import train
+    from kahve.agents.training import config as config_mod
+    from kahve.agents.training.trainer import train
     if args.resume:
         saved = Path(args.resume) / "config.yaml"
         if not saved.is_file():

@@ -9,9 +9,9 @@ import pytest
 
 from kahve import envs
 from kahve.agents import RandomPolicy, make_policy
-from kahve.agents.evaluate import evaluate, format_report, wilson_interval
-from kahve.agents.heuristics import heuristic_for
-from kahve.agents.ratings import fit_bradley_terry
+from kahve.agents.evaluation.evaluate import evaluate, format_report, wilson_interval
+from kahve.agents.policies.heuristics import heuristic_for
+from kahve.agents.evaluation.ratings import fit_bradley_terry
 from tests.helpers import random_game
 
 #: a quick table per game for the sanity matches (episode="deal" keeps them short)
@@ -78,7 +78,7 @@ def test_reports_do_not_depend_on_the_number_of_workers():
 def test_mirrored_deals_give_each_side_the_same_decks():
     # random against random with the same seed per seat: A's record is symmetric in expectation, and the
     # pairing shows directly: both rotations of a unit deal the same first deck
-    from kahve.agents.evaluate import _derive
+    from kahve.agents.evaluation.evaluate import _derive
     g = envs.game_class("pishti")(players=2, episode="deal")
     s1 = g.new_state(_derive(0, 3))
     s2 = g.new_state(_derive(0, 3))
@@ -155,7 +155,7 @@ def test_random_policy_draws_the_same_from_the_state_as_from_the_mask():
 
 
 def test_decide_builds_an_observation_only_for_policies_that_read_it():
-    from kahve.agents.policy import decide
+    from kahve.agents.policies.base import decide
     seen = []
 
     class Reader:
@@ -188,7 +188,7 @@ def test_rollout_policy_improves_on_random_and_plays_legally():
 
 
 def test_packaged_config_and_bot_names_resolve():
-    from kahve.agents import config as config_mod
+    from kahve.agents.training import config as config_mod
     assert config_mod.load("pishti/ppo")["game"] == "pishti"
     with pytest.raises(FileNotFoundError, match="shipped configs: .*pishti/ppo.yaml"):
         config_mod.load("pishti/nope.yaml")

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from kahve import envs
-from kahve.agents.bot import Bot, BotFileError, bot_metadata, export_onnx
-from kahve.agents.mlp import MLP, NetworkPolicy
-from kahve.agents.policy import make_policy
+from kahve.agents.policies.bot import Bot, BotFileError, bot_metadata, export_onnx
+from kahve.agents.policies.network import MLP, NetworkPolicy
+from kahve.agents.policies.specs import make_policy
 from tests.helpers import random_game
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ def test_loading_a_bot_needs_neither_torch_nor_stable_baselines(pishti_bot):
     _, _, path = pishti_bot
     code = ("import sys\n"
             "for m in ('torch', 'stable_baselines3', 'sb3_contrib'): sys.modules[m] = None\n"
-            "from kahve.agents.bot import Bot\n"
+            "from kahve.agents import Bot\n"
             "from kahve import envs\n"
             "g = envs.game_class('pishti')(players=2)\n"
             f"b = Bot.load({str(path)!r}, game=g)\n"

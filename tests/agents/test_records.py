@@ -1,4 +1,4 @@
-"""Game records (kahve.agents.records), ``kahve play --record``, ``kahve evaluate --record`` and ``kahve replay``."""
+"""Game records (kahve.agents.evaluation.records), ``kahve play --record``, ``kahve evaluate --record`` and ``kahve replay``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from kahve import envs
-from kahve.agents.evaluate import evaluate
-from kahve.agents.records import (check_record, dumps, load_records, make_record, parse_records, replay_states,
+from kahve.agents.evaluation.evaluate import evaluate
+from kahve.agents.evaluation.records import (check_record, dumps, load_records, make_record, parse_records, replay_states,
                                   write_records)
 
 #: a short game per engine (one deal; Pishti also a whole match, several deals)

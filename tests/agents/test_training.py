@@ -13,10 +13,10 @@ import pytest
 import torch as th
 
 from kahve import envs
-from kahve.agents import config as config_mod
-from kahve.agents.dqn import masked_max, masked_td_target
-from kahve.agents.opponents import OpponentPool
-from kahve.agents.single_agent import LearnerEnv
+from kahve.agents.training import config as config_mod
+from kahve.agents.training.dqn import masked_max, masked_td_target
+from kahve.agents.training.opponents import OpponentPool
+from kahve.agents.training.learner_env import LearnerEnv
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("*/*.yaml"))
@@ -138,7 +138,7 @@ def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
     # and would be worth nothing; an unmasked max would chase its (random) estimate. The masked DQN's
     # Q(s0, a0) must converge to gamma * 1.
     import gymnasium as gym
-    from kahve.agents.dqn import MaskedDQN
+    from kahve.agents.training.dqn import MaskedDQN
 
     class Chain(gym.Env):
         observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
@@ -174,7 +174,7 @@ def test_masked_dqn_stores_the_mask_of_each_next_observation():
     # Pişti: the first 52 observation entries are the own hand, which is exactly the legal mask
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from kahve.agents.dqn import MaskedDQN
+    from kahve.agents.training.dqn import MaskedDQN
     venv = DummyVecEnv([lambda i=i: LearnerEnv("pishti", dict(players=2, episode="deal"), seed=i) for i in range(2)])
     model = MaskedDQN("MlpPolicy", venv, learning_starts=10**6, buffer_size=2000, seed=0, device="cpu")
     model.learn(600)
@@ -224,7 +224,7 @@ def test_resume_continues_the_step_count(tmp_path):
 
 def test_ish_ppo_learns_the_minimum_stake():
     # RULES.md §5e: with the pot payout, the minimum stake is strictly dominant
-    from kahve.agents.train import train
+    from kahve.agents.training.trainer import train
     cfg = config_mod.resolve({
         "game": "ish", "settings": {"players": 2, "episode": "deal", "false_call_fine": 1},
         "algorithm": "ppo", "total_timesteps": 6000, "n_envs": 2, "vec_env": "dummy", "seed": 1,
@@ -236,7 +236,7 @@ def test_ish_ppo_learns_the_minimum_stake():
     with tempfile.TemporaryDirectory() as d:
         cfg["output"] = d + "/run"
         train(cfg, progress=True, log=lambda *a: None)        # the progress bar's packages are installed
-        from kahve.agents.mlp import MLP, NetworkPolicy
+        from kahve.agents.policies.network import MLP, NetworkPolicy
         pol = NetworkPolicy(MLP.load(Path(d) / "run" / "policy.npz"))
     game = envs.game_class("ish")(players=2, episode="deal", false_call_fine=1)
     stakes = []
@@ -249,7 +249,7 @@ def test_ish_ppo_learns_the_minimum_stake():
 
 def test_behaviour_cloning_moves_the_policy_towards_the_teacher():
     from sb3_contrib import MaskablePPO
-    from kahve.agents.pretrain import behaviour_clone, collect_demonstrations
+    from kahve.agents.training.pretrain import behaviour_clone, collect_demonstrations
     pool = OpponentPool([("random", 1.0)])
     data = collect_demonstrations("pishti", dict(players=2, episode="deal"), pool, "heuristic", 3000, 0.99, seed=0)
     assert len(data["actions"]) >= 3000 and data["masks"][np.arange(len(data["actions"])), data["actions"]].all()
@@ -263,8 +263,8 @@ def test_behaviour_cloning_moves_the_policy_towards_the_teacher():
 
 
 def test_dagger_collection_lets_the_clone_play_and_the_teacher_label():
-    from kahve.agents.mlp import MLP
-    from kahve.agents.pretrain import collect_demonstrations
+    from kahve.agents.policies.network import MLP
+    from kahve.agents.training.pretrain import collect_demonstrations
     pool = OpponentPool([("random", 1.0)])
     settings = dict(players=2, episode="deal")
     size = envs.game_class("pishti")(**settings).observation_size
@@ -284,7 +284,7 @@ def test_dagger_collection_lets_the_clone_play_and_the_teacher_label():
 
 
 def test_demonstrations_in_parallel_are_reproducible():
-    from kahve.agents.pretrain import collect_demonstrations
+    from kahve.agents.training.pretrain import collect_demonstrations
     pool = OpponentPool([("random", 1.0)])
     a = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)
     b = collect_demonstrations("pishe_pasha", {}, pool, "heuristic", 300, 0.99, seed=4, workers=2)

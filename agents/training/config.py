@@ -160,7 +160,7 @@ def _check_semantics(cfg: dict) -> None:
     pool = cfg["opponents"]["pool"]
     if not pool:
         raise ValueError("config key 'opponents.pool': needs at least one opponent")
-    from .policy import make_policy
+    from ..policies.specs import make_policy
     game = game_cls(**cfg["settings"])
     for k, item in enumerate(pool):
         where = f"opponents.pool[{k}]"

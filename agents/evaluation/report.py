@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kahve import envs
 
-from .bot import Bot
-from .policy import decide
+from ..policies.bot import Bot
+from ..policies.base import decide
 from .evaluate import evaluate
 
 #: CLARIFICATIONS.md "Evaluation and bots": (lower bound of the interval vs heuristic must exceed, or the

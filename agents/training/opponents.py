@@ -13,8 +13,8 @@ import itertools
 import json
 from pathlib import Path
 
-from .mlp import MLP, NetworkPolicy
-from .policy import make_policy
+from ..policies.network import MLP, NetworkPolicy
+from ..policies.specs import make_policy
 
 
 class OpponentPool:

@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .bot import bot_metadata, export_onnx
-from .evaluate import evaluate
-from .mlp import MLP
+from ..policies.bot import bot_metadata, export_onnx
+from ..evaluation.evaluate import evaluate
+from ..policies.network import MLP
 from .opponents import OpponentPool
-from .single_agent import LearnerEnv
-from .threads import limit_threads
+from .learner_env import LearnerEnv
+from ..threads import limit_threads
 
 
 def _make_env(game, settings, pool, seed):

@@ -20,7 +20,7 @@ import numpy as np
 from kahve import envs
 
 from .opponents import OpponentPool
-from .policy import decide
+from ..policies.base import decide
 
 
 class LearnerEnv(gym.Env):

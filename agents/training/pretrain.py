@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mlp import MLP, NetworkPolicy
+from ..policies.network import MLP, NetworkPolicy
 from .opponents import OpponentPool
-from .policy import make_policy
-from .single_agent import LearnerEnv
+from ..policies.specs import make_policy
+from .learner_env import LearnerEnv
 
 
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
@@ -37,7 +37,7 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
                                                                   seed * 1009 + w, 1, actor)
                                                                  for w in range(workers)])))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    from .threads import limit_threads
+    from ..threads import limit_threads
     limit_threads()
     env = LearnerEnv(game, settings, pool, seed=seed)
     policy = make_policy(teacher, env.game, seed)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .mlp import MLP, masked_choice
+from .network import MLP, masked_choice
 
 FORMAT = "kahve-bot"
 FORMAT_VERSION = 1

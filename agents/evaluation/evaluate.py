@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 from kahve import envs
 
-from .bot import BotSettingsWarning
-from .policy import decide, make_policy
-from .threads import limit_threads
+from ..policies.bot import BotSettingsWarning
+from ..policies.base import decide
+from ..policies.specs import make_policy
+from ..threads import limit_threads
 
 Z95 = 1.959963984540054
 

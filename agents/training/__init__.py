@@ -1,0 +1,3 @@
+"""Training: the config schema (:mod:`.config`), the learner's single-agent view of a game
+(:mod:`.learner_env`), the opponent pool (:mod:`.opponents`), behaviour cloning (:mod:`.pretrain`), the masked
+DQN (:mod:`.dqn`) and the trainer's schedule (:mod:`.trainer`)."""
