@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -48,6 +48,21 @@ def _copy_value(v):
 
 
 _CONTAINERS = (list, dict, set, bytearray, tuple, np.ndarray, random.Random)
+
+
+class Move(NamedTuple):
+    """One entry of a state's move log (:meth:`State.start_move_log`): an applied action, forced or chosen,
+    or an event the table does by itself (``action`` is ``None``: a forced draw, a deal starting).
+
+    ``text`` is the public wording, what every seat sees; ``private`` maps the seats that see more (the mover's
+    own drawn card, an Ish call) to their wording. :meth:`State.move_texts` picks a seat's view."""
+
+    seat: int | None       # who acted (None for a table event)
+    action: int | None     # the action id, or None for an event
+    text: str              # what every seat sees
+    forced: bool           # applied by the engine (a single legal action, C-4) or a table event
+    deal: int              # deals completed before this move
+    private: dict | None = None   # seat -> what that seat sees instead of ``text``
 
 
 class IllegalActionError(ValueError):
@@ -108,10 +123,12 @@ class Game:
         """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
         return _cards.check_standard_deck(deck, 1)
 
-    def new_state(self, rng: random.Random | int | None = None, deck: Sequence | None = None) -> "State":
-        """A fresh match (or deal, with ``episode="deal"``). ``deck`` fixes the first deal's card order."""
+    def new_state(self, rng: random.Random | int | None = None, deck: Sequence | None = None,
+                  move_log: bool = False) -> "State":
+        """A fresh match (or deal, with ``episode="deal"``). ``deck`` fixes the first deal's card order;
+        ``move_log`` turns the move log on from the first card (:meth:`State.start_move_log`)."""
         ids = self.check_deck(deck) if deck is not None else None
-        return self.state_class(self, rng, ids)
+        return self.state_class(self, rng, ids, move_log)
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.settings.items() if v != self.settings_spec.by_name[k].default}
@@ -126,7 +143,7 @@ class State:
     card_str = staticmethod(_cards.card_str)
     parse_card = staticmethod(_cards.parse_card)
 
-    def __init__(self, game: Game, rng: random.Random | int | None, deck: list[int] | None):
+    def __init__(self, game: Game, rng: random.Random | int | None, deck: list[int] | None, move_log: bool = False):
         self.game = game
         self.settings = game.settings
         seeder = rng if isinstance(rng, random.Random) else seeded(rng) if type(rng) is int else random.Random(rng)
@@ -145,6 +162,7 @@ class State:
         self.terminal = False
         self.truncated = False
         self.out = [False] * n                       # seats that left the match early (Ish)
+        self.move_log: list[Move] | None = [] if move_log else None   # see start_move_log()
         self._skip_single_choice = self.settings.skip_single_choice
         fd = self.settings.first_dealer
         self.dealer = self.chance_rng.randrange(n) if fd == "random" else fd
@@ -174,6 +192,21 @@ class State:
         """Whether the other seats see this action when it is made (an Ish call is only seen at RESOLVE).
         Interfaces that show moves as they happen (``kahve play``) hide the others."""
         return True
+
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """The move-log entry of ``action`` by ``seat``, made *before* it is applied (so the text is
+        state-aware). Default: :meth:`describe_action` for everyone when :meth:`is_public_action`, else only
+        the mover sees it and the others read "player k decides". A game overrides this where an action shows
+        less to the others than to the mover (a draw: the drawer sees the card)."""
+        text = self.describe_action(action)
+        if self.is_public_action(action):
+            return Move(seat, action, text, forced, self.deals_completed)
+        return Move(seat, action, f"player {seat} decides", forced, self.deals_completed, {seat: text})
+
+    def _log_event(self, text: str, private: dict | None = None) -> None:
+        """Note a table event (a forced draw, a card turned by the rules) in the move log, if it is on."""
+        if self.move_log is not None:
+            self.move_log.append(Move(None, None, text, True, self.deals_completed, private))
 
     def _action_aliases(self, action: int) -> Sequence[str]:
         """Other texts accepted by ``parse_action`` for a legal action (the bare form)."""
@@ -221,6 +254,23 @@ class State:
             self._chance_rng = seeded(self._chance_seed)
         return self._chance_rng
 
+    def start_move_log(self) -> list[Move]:
+        """Turn on the move log: from now on every applied action, forced ones included, and every table event
+        the game notes is appended to :attr:`move_log` (one mechanism for play, replay, demo, records and the
+        web table). Off by default, so training and search pay nothing for it."""
+        if self.move_log is None:
+            self.move_log = []
+        return self.move_log
+
+    def move_texts(self, seat: int | None, start: int = 0) -> list[str]:
+        """The move log from entry ``start`` on as ``seat`` saw it (``None``: the public view); each text is
+        prefixed with who acted ("player 1: 7H takes 4C")."""
+        out = []
+        for m in self.move_log[start:]:
+            text = m.private[seat] if m.private and seat in m.private else m.text
+            out.append(text if m.seat is None else f"player {m.seat}: {text}")
+        return out
+
     @property
     def is_terminal(self) -> bool:
         return self.terminal or self.truncated
@@ -248,6 +298,8 @@ class State:
         if self._paid:                       # rewards of the previous step are cleared only when there were any
             self.rewards = [0.0] * self.num_players
             self._paid = False
+        if self.move_log is not None:
+            self.move_log.append(self._logged_move(self.current_player, action, False))
         self._apply(action)
         if self._skip_single_choice:
             self._auto_play()
@@ -272,6 +324,8 @@ class State:
             legal = self.legal_actions()
             if len(legal) != 1:
                 return
+            if self.move_log is not None:
+                self.move_log.append(self._logged_move(self.current_player, legal[0], True))
             self._apply(legal[0])
 
     def _copied_streams(self) -> dict:

@@ -296,12 +296,12 @@ class IshState(State):
     card_str = staticmethod(card_str)
     parse_card = staticmethod(parse_card)
 
-    def __init__(self, game, rng, deck):
+    def __init__(self, game, rng, deck, move_log=False):
         s = game.settings
         self.bankroll = [s.bankroll] * game.num_players
         self.outcome_paid = [False] * game.num_players
         self.last_round: dict | None = None
-        super().__init__(game, rng, deck)
+        super().__init__(game, rng, deck, move_log)
 
     # ----- a round (§5b) ----------------------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
