@@ -4,8 +4,6 @@
     envs.GAMES                  # the game names
     env = envs.make("pishti", players=2, render_mode="ansi")
     game = envs.game_class("pishti")(players=2)   # the bare engine
-
-A game whose module is not yet part of this installation is simply not in ``GAMES``.
 """
 
 from __future__ import annotations
@@ -14,18 +12,10 @@ import importlib
 
 from .core import Game, IllegalActionError
 
-_ALL = ("pasur", "pishti", "pis_yedili", "pishe_pasha", "ish")
-_modules = {}
-for _name in _ALL:
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_name}")
-    except ImportError as _err:  # pragma: no cover - only while a game is being built
-        if f"{__name__}.{_name}" not in str(_err):
-            raise
-        continue
-    if hasattr(_mod, "raw_env"):
-        _modules[_name] = _mod
-GAMES = tuple(n for n in _ALL if n in _modules)
+GAMES = ("pasur", "pishti", "pis_yedili", "pishe_pasha", "ish")
+# every game is imported here: an error inside one (a broken import in Pâsur's engine) surfaces as itself,
+# never as "unknown game"
+_modules = {name: importlib.import_module(f"{__name__}.{name}") for name in GAMES}
 globals().update(_modules)
 
 #: PettingZoo-style versioned ids, e.g. "kahve/pishti-v0" -> "pishti"
@@ -33,6 +23,8 @@ ENV_IDS = {_modules[n].raw_env.metadata["env_id"]: n for n in GAMES}
 
 
 def _resolve(name: str) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"a game name must be a string, not {name!r}; known games: {', '.join(GAMES)}")
     key = name.strip().lower().replace("-", "_")
     if key in _modules:
         return key

@@ -1,5 +1,5 @@
-"""``kahve``: the command-line entry point. Each subcommand lives in its own module and is imported lazily,
-so ``kahve --help`` stays fast."""
+"""``kahve``: the command-line entry point. Each subcommand lives in its own module, and only the module of the
+command being run is imported (``kahve --help`` imports none of them), so every command starts fast."""
 
 from __future__ import annotations
 
@@ -17,24 +17,28 @@ COMMANDS = {
     "play": ("play", "play a match in the terminal against bots"),
     "replay": ("replay", "step through a recorded game (kahve play/evaluate --record) in the terminal"),
     "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),
+    "serve": ("serve", "a local web table: play any game against the bots in a browser"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="kahve", description="Coffeehouse card games for reinforcement learning.")
     sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
-    modules = {}
-    for name, (module, help_text) in COMMANDS.items():
-        mod = importlib.import_module(f"kahve.scripts.{module}")
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        mod.add_arguments(p)
-        modules[name] = mod
+    parsers = {name: sub.add_parser(name, help=help_text, description=help_text)
+               for name, (_, help_text) in COMMANDS.items()}
+    # the top-level parser takes no option but --help, so the first other word is the command
+    command = next((a for a in argv if not a.startswith("-")), None)
+    module = None
+    if command in COMMANDS:
+        module = importlib.import_module(f"kahve.scripts.{COMMANDS[command][0]}")
+        module.add_arguments(parsers[command])
     args = parser.parse_args(argv)
     if args._command is None:
         parser.print_help()
         return 2
     try:
-        return modules[args._command].run(args) or 0
+        return module.run(args) or 0
     except (ValueError, FileNotFoundError) as err:  # bad input: one clear line, no traceback
         print(f"kahve {args._command}: error: {err}", file=sys.stderr)
         return 2
