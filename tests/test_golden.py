@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.golden.regenerate import HINT, RULESETS, path_of, playthrough
+from tests.golden.regenerate import ALL, HINT, REGENERATE, RULESETS, generate, path_of
 
 
-@pytest.mark.parametrize("name", list(RULESETS))
+@pytest.mark.parametrize("name", list(ALL))
 def test_playthrough_matches_golden_file(name):
     path = path_of(name)
     if not path.exists():
-        pytest.fail(f"golden file {path.name} is missing; generate it with: python -m tests.golden.regenerate {name}")
+        pytest.fail(f"golden file {path.name} is missing; generate it with: {REGENERATE} {name}")
     want = path.read_text(encoding="utf-8").splitlines()
-    got = playthrough(name)
+    got = generate(name)
     for number, (w, g) in enumerate(zip(want, got), 1):
         if w != g:
             pytest.fail(f"{path.name} line {number} differs:\n  golden: {w}\n  now:    {g}\n{HINT}", pytrace=False)
@@ -24,9 +24,11 @@ def test_playthrough_matches_golden_file(name):
 
 def test_every_golden_file_is_listed():
     files = {p.stem for p in path_of("x").parent.glob("*.txt")}
-    assert files == set(RULESETS), f"stray or missing golden files: {sorted(files ^ set(RULESETS))}"
+    assert files == set(ALL), f"stray or missing golden files: {sorted(files ^ set(ALL))}"
 
 
 def test_rule_sets_cover_every_game():
     from kahve import envs
+    from tests.golden.regenerate import MATCHES
     assert {game for game, _ in RULESETS.values()} == set(envs.GAMES)
+    assert {game for game, _ in MATCHES.values()} == set(envs.GAMES)      # a whole match of every game

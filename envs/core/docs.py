@@ -38,6 +38,17 @@ class ObsBlock:
         return int(self.size(game)) if callable(self.size) else int(self.size)
 
 
+def observation_layout(game) -> list[tuple[ObsBlock, int, int]]:
+    """Each observation block of ``game`` with its ``start`` and ``stop`` offsets, derived from the sizes, so
+    the offsets are written nowhere by hand."""
+    out, offset = [], 0
+    for block in game.observation_blocks:
+        size = block.size_for(game)
+        out.append((block, offset, offset + size))
+        offset += size
+    return out
+
+
 @dataclass(frozen=True)
 class ActionRange:
     """Action ids ``first .. last`` (inclusive; ints or functions of the Game) and what they mean.

@@ -1,18 +1,22 @@
 """Golden playthroughs, as OpenSpiel keeps them: for each game and a few rule sets, one seeded game recorded as
 text, compared line by line by ``tests/test_golden.py``.
 
-Each file holds a header (game, env id with its version, the full settings, the seed, the policy) and then one
-block per decision: the acting seat, every legal action as ``id text``, the action taken, a digest of the acting
-seat's observation (the first 12 hex digits of the SHA-256 of its float32 bytes), a digest of the whole state
-(``to_dict()`` as sorted JSON, hidden cards included) and the table as the acting seat sees it
-(``render(seat)``). The game is one deal (``episode="deal"``) played by a uniformly random policy seeded
-with the seed; a file stops after :data:`MAX_DECISIONS` decisions.
+Two kinds of file, each with a header (game, env id with its version, the full settings, the seed, the policy):
 
-After an intended change of rules, observations, actions or rewards, bump the env version (DESIGN.md) and
-regenerate:
+* a *deal* file (:data:`RULESETS`): one block per decision of one deal (``episode="deal"``): the acting seat,
+  every legal action as ``id text``, the action taken, the acting seat's observation itself, block by block
+  (:func:`observation_text`: the nonzero entries of each block of the game's ``observation_blocks``, so a
+  failure shows which block changed), a digest of the whole state (the first 12 hex digits of the SHA-256 of
+  ``to_dict()`` as sorted JSON, hidden cards included) and the table as the acting seat sees it
+  (``render(seat)``); it stops after :data:`MAX_DECISIONS` decisions;
+* a *match* file (:data:`MATCHES`, one per game): a whole match with the default settings, one line per
+  decision (seat, action, its text, the state digest) and every deal report.
 
-    python -m tests.golden.regenerate            # every file
-    python -m tests.golden.regenerate pasur__default   # some
+Both are played by a uniformly random policy seeded with the seed. After an intended change of rules,
+observations, actions or rewards, bump the env version (docs/design.md) and regenerate:
+
+    python tools/regenerate_goldens.py                  # every file
+    python tools/regenerate_goldens.py pasur__default   # some
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from kahve import envs
+from kahve.envs.core.docs import observation_layout
 
 HERE = Path(__file__).resolve().parent
 MAX_DECISIONS = 400
@@ -47,15 +52,33 @@ RULESETS = {
     "ish__players3_agent_cards": ("ish", {"players": 3, "card_selection": "agent"}),
 }
 
-HINT = ("if this change is intended, bump the env version (DESIGN.md) and run: python -m tests.golden.regenerate")
+#: one whole match per game, default settings (Pişti and Pis Yedili at their 2-player tables)
+MATCHES = {
+    "pasur__match": ("pasur", {}),
+    "pishti__match_players2": ("pishti", {"players": 2}),
+    "pis_yedili__match_players2": ("pis_yedili", {"players": 2}),
+    "pishe_pasha__match": ("pishe_pasha", {}),
+    "ish__match_players4": ("ish", {"players": 4}),
+}
+MAX_MATCH_DECISIONS = 5_000
+REGENERATE = "python tools/regenerate_goldens.py"
+HINT = f"if this change is intended, bump the env version (docs/design.md) and run: {REGENERATE}"
 
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def obs_digest(obs: np.ndarray) -> str:
-    return _digest(np.ascontiguousarray(obs, dtype="<f4").tobytes())
+def observation_text(game, obs: np.ndarray) -> str:
+    """The observation itself: for each block with a nonzero entry, ``[block number] i i=v ...`` with ``i`` the
+    offset inside the block (a 1 is written as the bare offset)."""
+    parts = []
+    for number, (_, start, stop) in enumerate(observation_layout(game)):
+        nonzero = np.flatnonzero(obs[start:stop])
+        if len(nonzero):
+            items = [str(i) if obs[start + i] == 1 else f"{i}={float(obs[start + i]):.6g}" for i in nonzero]
+            parts.append(f"[{number}] " + " ".join(items))
+    return " | ".join(parts) or "all zero"
 
 
 def state_digest(state) -> str:
@@ -73,7 +96,7 @@ def playthrough(name: str) -> list[str]:
     game = envs.game_class(game_name)(**{"episode": "deal", **settings})
     env_id = getattr(envs, game_name).raw_env.metadata["env_id"]
     lines = [
-        "# kahve golden playthrough; regenerate with: python -m tests.golden.regenerate",
+        f"# kahve golden playthrough; regenerate with: {REGENERATE}",
         f"game: {game_name}",
         f"env: {env_id}",
         f"settings: {_settings_json(game)}",
@@ -92,7 +115,8 @@ def playthrough(name: str) -> list[str]:
         lines.append(f"## decision {n}: player {seat}")
         lines.append("legal: " + " | ".join(f"{a} {state.describe_action(a)}" for a in legal))
         lines.append(f"action: {action} {state.describe_action(action)}")
-        lines.append(f"observation: {obs_digest(state.observation(seat))}  state: {state_digest(state)}")
+        lines.append(f"observation: {observation_text(game, state.observation(seat))}")
+        lines.append(f"state: {state_digest(state)}")
         lines.extend("  " + row for row in state.render(seat).splitlines())
         state.apply(action)
     lines.append("")
@@ -109,18 +133,59 @@ def playthrough(name: str) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+def match_playthrough(name: str) -> list[str]:
+    """The lines of one whole-match golden file, generated now."""
+    game_name, settings = MATCHES[name]
+    game = envs.game_class(game_name)(**settings)
+    env_id = getattr(envs, game_name).raw_env.metadata["env_id"]
+    lines = [
+        f"# kahve golden match; regenerate with: {REGENERATE}",
+        f"game: {game_name}",
+        f"env: {env_id}",
+        f"settings: {_settings_json(game)}",
+        f"seed: {SEED}",
+        f"policy: uniform random over the legal actions, random.Random({SEED})",
+        "",
+    ]
+    rng = random.Random(SEED)
+    state = game.new_state(SEED)
+    n, deals = 0, 0
+    while state.current_player is not None:
+        assert n < MAX_MATCH_DECISIONS, f"{name}: the match did not end within {MAX_MATCH_DECISIONS} decisions"
+        seat = state.current_player
+        action = rng.choice(state.legal_actions())
+        n += 1
+        lines.append(f"{n} p{seat} {action} {state.describe_action(action)}")
+        state.apply(action)
+        lines.append(f"  state: {state_digest(state)}")
+        if state.deals_completed != deals:
+            deals = state.deals_completed
+            lines.append(f"deal {deals}: " + json.dumps(state.deal_report, sort_keys=True, separators=(", ", ": ")))
+    lines.append(f"## over after {n} decisions{' (truncated)' if state.truncated else ''}; winners: {state.winners}")
+    lines.append(f"returns: {[round(float(r), 6) for r in state.returns]}")
+    return [line.rstrip() for line in lines]
+
+
+#: every golden file: name -> the function that generates it
+ALL = {**{name: playthrough for name in RULESETS}, **{name: match_playthrough for name in MATCHES}}
+
+
+def generate(name: str) -> list[str]:
+    return ALL[name](name)
+
+
 def path_of(name: str) -> Path:
     return HERE / f"{name}.txt"
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = list(argv if argv is not None else sys.argv[1:]) or list(RULESETS)
-    unknown = [n for n in names if n not in RULESETS]
+    names = list(argv if argv is not None else sys.argv[1:]) or list(ALL)
+    unknown = [n for n in names if n not in ALL]
     if unknown:
-        print(f"unknown golden file(s) {unknown}; known: {', '.join(RULESETS)}", file=sys.stderr)
+        print(f"unknown golden file(s) {unknown}; known: {', '.join(ALL)}", file=sys.stderr)
         return 2
     for name in names:
-        text = "\n".join(playthrough(name)) + "\n"
+        text = "\n".join(generate(name)) + "\n"
         path = path_of(name)
         old = path.read_text(encoding="utf-8") if path.exists() else None
         if old != text:
