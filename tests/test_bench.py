@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kahve.scripts import bench
+from kahve.agents.evaluation import bench
 from kahve.scripts.cli import main
 
 

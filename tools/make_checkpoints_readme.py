@@ -1,11 +1,11 @@
-"""Writes checkpoints/README.md from the shipped bots' metadata and reports: ``python checkpoints/make_readme.py``."""
+"""Writes checkpoints/README.md from the shipped bots' metadata and reports: ``python tools/make_checkpoints_readme.py``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
             "heuristic above 50% and at least 90% against random; Pishe Pasha: the interval against the heuristic",
             "reaching 50%; Ish: the known optimum (minimum stake, calling exactly when eligible).", "",
             "| bot | table | training | vs random | vs heuristic | bar |", "| --- | --- | --- | --- | --- | --- |",
-            *rows, "", "Regenerate this page with `python checkpoints/make_readme.py` after `kahve export ... --report`.", ""]
+            *rows, "", "Regenerate this page with `python tools/make_checkpoints_readme.py` after `kahve export ... --report`.", ""]
     (ROOT / "README.md").write_text("\n".join(text))
 
 

@@ -17,8 +17,8 @@ neither policy profits from moving first. A deck's score for ``always_give`` is 
 games (0, 0.5 or 1; a deal cut at ``max_turns`` would count half). The 95% interval is the mean deck
 score +- 1.96 standard errors over decks.
 
-    python docs/experiments/pishe_pasha_give.py              # 20,000 decks per opponent (about 40 s)
-    python docs/experiments/pishe_pasha_give.py --decks 2000 --seed 1
+    python tools/pishe_pasha_give.py              # 20,000 decks per opponent (about 40 s)
+    python tools/pishe_pasha_give.py --decks 2000 --seed 1
 """
 
 from __future__ import annotations

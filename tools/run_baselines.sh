@@ -2,7 +2,7 @@
 # Regenerates docs/baselines/<game>.{md,json}: random vs heuristic vs ismcts:100 per game (kahve league).
 # Single deals (episode=deal) keep the search player affordable; Pishe Pasha's match is one deal anyway.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 league() { game=$1; shift; kahve league "$game" random heuristic ismcts:100 --games 60 --workers "${WORKERS:-2}" \
              --seed 1 --json "docs/baselines/$game.json" --markdown "docs/baselines/$game.md" "$@"; }
 league pishti --settings players=2 episode=deal
