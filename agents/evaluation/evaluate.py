@@ -119,13 +119,8 @@ def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
         label, score = "win", 1.0
     else:
         label, score = "draw", 0.5
-    rel = []
-    for points in result["deal_points"]:
-        side_points = {}
-        for seat, p in enumerate(points):
-            side_points[game.sides[seat]] = p
-        others = [p for s, p in side_points.items() if s != a_side]
-        rel.append(game.points_sign * (side_points[a_side] - sum(others) / len(others)))
+    a_seat = game.sides.index(a_side)
+    rel = [game.relative_points(points, a_seat) for points in result["deal_points"]]
     return score, label, (sum(rel) / len(rel) if rel else 0.0)
 
 

@@ -102,14 +102,7 @@ class ISMCTS:
         if world.deals_completed == deal or world.deal_report is None:
             return [0.0] * n                            # the match was cut short (truncation) mid-deal
         points = world.deal_report["deal_points"]
-        side_points = [0.0] * g.num_sides
-        for seat in range(n):
-            side_points[g.sides[seat]] = points[seat]
-        rel = []
-        for seat in range(n):
-            side = g.sides[seat]
-            others = [p for s, p in enumerate(side_points) if s != side]
-            rel.append(g.points_sign * (side_points[side] - sum(others) / len(others)))
+        rel = [g.relative_points(points, seat) for seat in range(n)]
         scale[0] += sum(abs(r) for r in rel) / n
         scale[1] += 1
         mean_abs = scale[0] / scale[1] or 1.0

@@ -49,8 +49,4 @@ class RolloutPolicy:
             sim.apply(self.base.choose(sim, sim.legal_actions()))
         if sim.deals_completed == deal:
             return 0.0
-        g = sim.game
-        points = sim.deal_report["deal_points"]
-        mine = points[seat]
-        others = [points[p] for p in range(g.num_players) if g.sides[p] != g.sides[seat]]
-        return g.points_sign * (mine - sum(others) / len(others))
+        return sim.game.relative_points(sim.deal_report["deal_points"], seat)

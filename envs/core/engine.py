@@ -119,6 +119,20 @@ class Game:
         ``observation_size``."""
         raise NotImplementedError
 
+    def side_relative_points(self, side_points: Sequence[float], side: int) -> float:
+        """How well ``side`` did in a deal: its points minus the mean of the other sides' points, with the sign
+        of :attr:`points_sign` so that more is always better (penalties flipped). The one definition behind
+        ``reward="points"``, evaluation's points per deal and the searches' leaf values."""
+        others = [v for s, v in enumerate(side_points) if s != side]
+        return self.points_sign * (side_points[side] - sum(others) / len(others))
+
+    def relative_points(self, seat_points: Sequence[float], seat: int) -> float:
+        """:meth:`side_relative_points` for ``seat``, from per-seat points as a deal report gives them."""
+        side_points = [0.0] * self.num_sides
+        for s, p in enumerate(seat_points):
+            side_points[self.sides[s]] = p
+        return self.side_relative_points(side_points, self.sides[seat])
+
     def check_deck(self, deck: Sequence) -> list[int]:
         """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
         return _cards.check_standard_deck(deck, 1)
@@ -365,7 +379,7 @@ class State:
             self.scores[side] += p
         self.deals_completed += 1
         if self.settings.reward == "points":
-            self._pay([self._relative(side_points, g.sides[i]) * g.points_sign for i in range(n)])
+            self._pay([g.side_relative_points(side_points, g.sides[i]) for i in range(n)])
         report = {
             "deal_points": [side_points[g.sides[i]] for i in range(n)],
             "breakdown": breakdown,
@@ -380,12 +394,6 @@ class State:
             elif self.deals_completed >= self.settings[g.cap_setting]:
                 self._finish(self._best_sides(self.scores), report, truncated=True)
         self.deal_report = report
-
-    @staticmethod
-    def _relative(values: Sequence[float], side: int) -> float:
-        """Own side's value minus the mean of the other sides' values."""
-        others = [v for s, v in enumerate(values) if s != side]
-        return values[side] - sum(others) / len(others)
 
     def _best_sides(self, totals: Sequence[float]) -> list[int]:
         best = max(totals) if self.game.points_sign > 0 else min(totals)
