@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from kahve import envs
 
 from ..policies.bot import BotSettingsWarning
-from ..policies.base import decide
 from ..policies.specs import make_policy
 from ..threads import limit_threads
+from .match import Match
 
 Z95 = 1.959963984540054
 
@@ -40,30 +40,9 @@ def _derive(*parts: int) -> int:
 def play_match(game, policies: list, seed: int, max_decisions: int = 1_000_000, record: bool = False) -> dict:
     """Play one match on the engine with one policy per seat; returns winners, returns and deal points
     (and, with ``record``, the seed and every action, for :mod:`.records`)."""
-    state = game.new_state(seed)
-    actions = [] if record else None
-    for pol in policies:
-        if hasattr(pol, "reset"):
-            pol.reset()
-    deal_points, decisions = [], 0
-    deals_seen = 0
-    while state.current_player is not None:
-        seat = state.current_player
-        action = decide(policies[seat], state)
-        state.apply(action)
-        if record:
-            actions.append(int(action))
-        decisions += 1
-        if state.deals_completed != deals_seen:
-            deals_seen = state.deals_completed
-            deal_points.append(list(state.deal_report["deal_points"]))
-        if decisions > max_decisions:
-            raise RuntimeError(f"match with seed {seed} did not end within {max_decisions} decisions")
-    result = {"winners": list(state.winners), "returns": list(state.returns), "deal_points": deal_points,
-              "decisions": decisions, "truncated": state.truncated}
-    if record:
-        result.update(seed=seed, actions=actions, scores=[state.scores[game.sides[i]] for i in range(len(policies))])
-    return result
+    match = Match(game, policies, seed, max_decisions=max_decisions)
+    match.play_bots()
+    return match.result(record)
 
 
 @dataclass

@@ -35,8 +35,7 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
     """How often the bot stakes the minimum and calls exactly when eligible (RULES.md §5e)."""
     game = envs.game_class("ish")(**{**settings, "episode": "deal"})
     bets = min_bets = calls = right_calls = 0
-    levels = game.settings.bet_levels
-    for seed in range(rounds):
+    levels = game.settings.bet_levels            # stake actions are 0 .. levels - 1, the minimum stake first
         st = game.new_state(seed)
         while st.current_player is not None:
             seat = st.current_player
@@ -44,9 +43,9 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
             if a < levels:
                 bets += 1
                 min_bets += a == 0
-            elif a >= levels + 40:
+            elif a in (game.call, game.no_call):
                 calls += 1
-                right_calls += (a == levels + 41) == bool(st.eligible[seat])
+                right_calls += (a == game.call) == bool(st.eligible[seat])
             st.apply(a)
     return {"bets": bets, "min_stake_rate": min_bets / max(1, bets), "call_decisions": calls,
             "correct_call_rate": right_calls / max(1, calls)}
