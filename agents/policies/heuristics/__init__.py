@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 
-_MODULES = {"pishti": "pishti", "pasur": "pasur", "pis_yedili": "pis_yedili", "pishe_pasha": "pishe_pasha",
-            "ish": "ish"}
+#: game -> the class of its heuristic, in the module of the same name
+_CLASSES = {"pishti": "PishtiHeuristic", "pasur": "PasurHeuristic", "pis_yedili": "PisYediliHeuristic",
+            "pishe_pasha": "PishePashaHeuristic", "ish": "IshHeuristic"}
 
 
 def heuristic_for(game, seed: int | None = None):
     """The heuristic policy of ``game`` (a :class:`kahve.envs.core.Game`)."""
-    if game.name not in _MODULES:
+    if game.name not in _CLASSES:
         raise ValueError(f"no heuristic for game {game.name!r}")
-    module = importlib.import_module(f"{__name__}.{_MODULES[game.name]}")
-    return module.Heuristic(game, seed)
+    module = importlib.import_module(f"{__name__}.{game.name}")
+    return getattr(module, _CLASSES[game.name])(game, seed)

@@ -9,7 +9,7 @@ import random
 class ScoredHeuristic:
     """Scores every legal action with :meth:`score` (higher is better) and plays the best, breaking ties
     at random from its own seeded generator. What a decision's scores share (what the seat knows, counted once)
-    comes from :meth:`context`."""
+    comes from :meth:`knowledge`."""
 
     name = "heuristic"
     reads_observation = False
@@ -31,14 +31,14 @@ class ScoredHeuristic:
         makes the heuristic cheap enough to be the rollout policy of a search."""
         if len(legal) == 1:
             return legal[0]
-        ctx = self.context(state)
-        scores = [self.score(state, a, ctx) for a in legal]
+        known = self.knowledge(state)
+        scores = [self.score(state, a, known) for a in legal]
         best = max(scores)
         return self.rng.choice([a for a, s in zip(legal, scores) if s == best])
 
-    def context(self, state):
+    def knowledge(self, state):
         """Whatever every action's score of this decision needs (default: nothing)."""
         return None
 
-    def score(self, state, action: int, ctx) -> float:
+    def score(self, state, action: int, known) -> float:
         raise NotImplementedError

@@ -9,9 +9,9 @@ from __future__ import annotations
 from .base import ScoredHeuristic
 
 
-class Heuristic(ScoredHeuristic):
+class IshHeuristic(ScoredHeuristic):
 
-    def score(self, state, action: int, ctx=None) -> float:
+    def score(self, state, action: int, known=None) -> float:
         levels = state.settings.bet_levels
         if action < levels:
             return -action                                   # the lowest stake

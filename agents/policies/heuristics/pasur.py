@@ -83,30 +83,30 @@ def _best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
     return found
 
 
-class Heuristic(ScoredHeuristic):
+class PasurHeuristic(ScoredHeuristic):
 
-    def context(self, state) -> dict:
+    def knowledge(self, state) -> dict:
         # the same for every action of a decision: a card played from the hand is already among the seen
         # cards, and in SELECT the card being played is the same for every TAKE
         seat = state.current_player
-        return self._context(state, seat, state.sel_card if state.phase == PHASE_SELECT else None)
+        return self._knowledge_for(state, seat, state.sel_card if state.phase == PHASE_SELECT else None)
 
-    def score(self, state, action: int, ctx=None) -> float:
-        if ctx is None:
-            ctx = self.context(state)
+    def score(self, state, action: int, known=None) -> float:
+        if known is None:
+            known = self.knowledge(state)
         if action >= TAKE:                                   # SELECT: the best option still reachable
             card = state.sel_card
             k = len(state.picked)
             x = action - TAKE
-            return max(self._capture_score(state, ctx, card, o) for o in state.cand if o[k] == x)
+            return max(self._capture_score(state, known, card, o) for o in state.cand if o[k] == x)
         card = action
         opts = state.capture_options(card)
         if not opts:
-            return self._trail_score(state, ctx, card)
-        return max(self._capture_score(state, ctx, card, o) for o in opts)
+            return self._trail_score(state, known, card)
+        return max(self._capture_score(state, known, card, o) for o in opts)
 
     # ----- what the seat knows ------------------------------------------------------------------------
-    def _context(self, state, seat: int, card: int | None) -> dict:
+    def _knowledge_for(self, state, seat: int, card: int | None) -> dict:
         opp = 1 - seat
         seen = [False] * NUM_CARDS
         for block in (state.hands[seat], state.pool, state.captured[0], state.captured[1]):
@@ -148,61 +148,61 @@ class Heuristic(ScoredHeuristic):
                 "opp_sur": opp_sur, "round_over": round_over, "final_hand": state.hand_number == HANDS_PER_ROUND}
 
     @staticmethod
-    def _value(ctx: dict, cards) -> float:
-        value = ctx["card_value"]
+    def _value(known: dict, cards) -> float:
+        value = known["card_value"]
         return sum([value[c] for c in cards])
 
     # ----- the plays ----------------------------------------------------------------------------------
-    def _capture_score(self, state, ctx: dict, card: int, option: tuple) -> float:
-        seat = ctx["seat"]
-        gain = self._value(ctx, option) + self._value(ctx, (card,))
+    def _capture_score(self, state, known: dict, card: int, option: tuple) -> float:
+        seat = known["seat"]
+        gain = self._value(known, option) + self._value(known, (card,))
         kind = state._sur_kind(seat, card, option)
         if kind in ("sur", "cancel"):
             gain += state.settings.sur_value
         if RANK[card] == JACK:
-            gain -= 1.0 + (JACK_RESERVE_FINAL if ctx["final_hand"] else JACK_RESERVE)
+            gain -= 1.0 + (JACK_RESERVE_FINAL if known["final_hand"] else JACK_RESERVE)
         taken = set(option)
         rest = [x for x in state.pool if x not in taken]
-        if ctx["round_over"]:
-            return gain + self._value(ctx, rest)             # the leftover comes to me, the last capturer
-        return gain - THREAT_WEIGHT * self._threat(ctx, rest)
+        if known["round_over"]:
+            return gain + self._value(known, rest)             # the leftover comes to me, the last capturer
+        return gain - THREAT_WEIGHT * self._threat(known, rest)
 
-    def _trail_score(self, state, ctx: dict, card: int) -> float:
-        seat = ctx["seat"]
+    def _trail_score(self, state, known: dict, card: int) -> float:
+        seat = known["seat"]
         rest = state.pool + [card]
-        cost = TRAIL_GIVE_UP * self._value(ctx, (card,))
+        cost = TRAIL_GIVE_UP * self._value(known, (card,))
         if RANK[card] == JACK:
-            cost += JACK_RESERVE_FINAL if ctx["final_hand"] else JACK_RESERVE
-        if ctx["round_over"]:
+            cost += JACK_RESERVE_FINAL if known["final_hand"] else JACK_RESERVE
+        if known["round_over"]:
             lc = state.last_capturer
-            left = self._value(ctx, rest)
+            left = self._value(known, rest)
             return -cost + (left if lc == seat else -left if lc is not None else 0.0)
-        return -cost - THREAT_WEIGHT * self._threat(ctx, rest)
+        return -cost - THREAT_WEIGHT * self._threat(known, rest)
 
-    def _threat(self, ctx: dict, pool: list) -> float:
+    def _threat(self, known: dict, pool: list) -> float:
         """Expected value of the opponent's best capture on ``pool`` next turn."""
         if not pool:
             return 0.0
-        p_rank = ctx["p_rank"]
+        p_rank = known["p_rank"]
         numeric = sorted(x for x in pool if RANK[x] < JACK)
         all_numeric = len(numeric) == len(pool)
-        opp_sur = ctx["opp_sur"]
+        opp_sur = known["opp_sur"]
         cands = []
         if numeric:
-            best = _best_captures(tuple(numeric), ctx["card_value"], opp_sur if all_numeric else 0.0)
+            best = _best_captures(tuple(numeric), known["card_value"], opp_sur if all_numeric else 0.0)
             for r in range(10):                             # their card of value r + 1
                 p = p_rank[r]
                 if p and best[10 - r]:
                     cands.append((best[10 - r], p))
         sweep = [x for x in pool if RANK[x] <= JACK]
         if sweep and p_rank[JACK]:
-            cands.append((self._value(ctx, sweep), p_rank[JACK]))
+            cands.append((self._value(known, sweep), p_rank[JACK]))
         for r in (JACK + 1, JACK + 2):                      # Q, K: pair one
             p = p_rank[r]
             if p:
                 same = [x for x in pool if RANK[x] == r]
                 if same:
-                    g = max(self._value(ctx, (x,)) for x in same) + (opp_sur if len(pool) == 1 else 0.0)
+                    g = max(self._value(known, (x,)) for x in same) + (opp_sur if len(pool) == 1 else 0.0)
                     cands.append((g, p))
         if not cands:
             return 0.0

@@ -133,13 +133,13 @@ class _View:
         return 3.0 if h <= 1 else 2.0 if h == 2 else 1.0 if h <= 4 else 0.4
 
 
-class Heuristic(ScoredHeuristic):
+class PisYediliHeuristic(ScoredHeuristic):
 
-    def context(self, state) -> _View:
+    def knowledge(self, state) -> _View:
         return _View(state)                                  # what the seat knows, once per decision
 
-    def score(self, state, action: int, ctx=None) -> float:
-        v = ctx if ctx is not None else _View(state)
+    def score(self, state, action: int, known=None) -> float:
+        v = known if known is not None else _View(state)
         hand = v.hand
         phase = state.phase
         if action == TAKE_PENALTY:

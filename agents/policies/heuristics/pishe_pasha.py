@@ -16,7 +16,7 @@ from .base import ScoredHeuristic
 PREFERENCE = {GIVE: 3, PLACE: 2, TURN: 1, KEEP: 0}
 
 
-class Heuristic(ScoredHeuristic):
+class PishePashaHeuristic(ScoredHeuristic):
 
-    def score(self, state, action: int, ctx=None) -> float:
+    def score(self, state, action: int, known=None) -> float:
         return PREFERENCE[action]

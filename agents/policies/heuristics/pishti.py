@@ -15,9 +15,9 @@ from kahve.envs.core.cards import JACK
 from .base import ScoredHeuristic
 
 
-class Heuristic(ScoredHeuristic):
+class PishtiHeuristic(ScoredHeuristic):
 
-    def score(self, state, card: int, ctx=None) -> float:
+    def score(self, state, card: int, known=None) -> float:
         pts = state.game.card_points
         pile = state.pile
         rank = card % 13
