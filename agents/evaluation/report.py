@@ -36,6 +36,7 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
     game = envs.game_class("ish")(**{**settings, "episode": "deal"})
     bets = min_bets = calls = right_calls = 0
     levels = game.settings.bet_levels            # stake actions are 0 .. levels - 1, the minimum stake first
+    for seed in range(rounds):
         st = game.new_state(seed)
         while st.current_player is not None:
             seat = st.current_player
