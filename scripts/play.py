@@ -1,58 +1,176 @@
 """``kahve play GAME``: a person plays a full match in the terminal against bots.
 
-The table is shown from the person's seat (own hand, piles, scores); the bots' moves are printed as they
-happen. Legal moves are listed with numbers; type a number, or the move as text ("7H", "7H takes 5 cards",
-"give"), ``?`` for the rules summary, ``q`` to quit. Invalid input is explained and asked again.
+The table is shown from the person's seat (own hand, piles, scores) whenever it is their turn. Every move is
+announced as the engine's move log has it (:meth:`~kahve.envs.core.engine.State.move_texts`): chosen and forced
+moves alike ("(only choice)"), the table's own events (a new deal, forced draws, a deal's scoring, the match
+result), and only what the person's seat can see (an opponent's draw is "draws a card"). Legal moves are
+listed with numbers; type a number, or the move as text ("7H", "7H takes 5 cards", "give"), ``?`` for the
+player guide of the game, ``q`` to quit. Invalid input is explained and asked again.
+
+With a bot file as the opponent, the bot's own settings (read from the file) are the table's defaults, so
+``kahve play pishti --bot checkpoints/pishti/ppo_2p.onnx`` plays the 2-player table it was trained for;
+``--settings`` still overrides them. A setting that changes what the bot's observations mean is refused in one
+line naming the fix; any other difference from its training is one plain note.
 """
 
 from __future__ import annotations
 
+import os
 import random
-import sys
+import warnings
 
 from kahve import envs
 from kahve.agents.policies.base import decide
 from kahve.agents.policies.specs import make_policy
+from kahve.envs.core.guide import player_guide, plain
 
 from .common import add_game_arguments, parse_settings
+
+#: settings a bot file does not impose on the table: how an episode is cut and paid, and skipping forced moves
+NOT_FROM_BOT = ("episode", "reward", "skip_single_choice")
+HINT = "type the number of a move, or the move itself; '?' shows the rules, 'q' quits"
 
 
 def add_arguments(parser) -> None:
     add_game_arguments(parser)
     parser.add_argument("--bot", default="heuristic",
-                        help="the opponents: heuristic (default), random, ismcts:N or a bot file")
+                        help="the opponents: heuristic (default), random, ismcts:N or a bot file (whose "
+                             "settings become the table's defaults)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the deal (default: random)")
     parser.add_argument("--record", metavar="FILE",
                         help="append the finished match to FILE as a JSON-lines game record (see kahve replay)")
 
 
-def rules_summary(game: str) -> str:
-    doc = sys.modules[envs.game_class(game).__module__].__doc__ or ""
-    paragraphs = doc.strip().split("\n\n")
-    return "\n\n".join(paragraphs[:3])
+def rules_summary(game) -> str:
+    """The player guide of ``game`` (a game name, or a Game with its settings) for the terminal: turn, legal
+    plays, scoring, match end and the house settings in force."""
+    if isinstance(game, str):
+        game = envs.game_class(game)()
+    return plain(player_guide(game))
+
+
+def _bot_file(spec: str):
+    """The path of the bot file that ``spec`` names, or None when it names another kind of policy."""
+    if not isinstance(spec, str) or ":" in spec or spec in ("random", "heuristic", "ismcts", "rollout"):
+        return None
+    if os.path.exists(spec):
+        return spec
+    if os.path.sep in spec or spec.endswith(".onnx"):
+        from kahve import checkpoints
+        found = checkpoints.find(spec)
+        return str(found) if found is not None else None   # make_policy names a missing file
+    return None
+
+
+def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]]:
+    """The table's settings: a bot file's training settings as defaults under ``settings`` (the ones given on
+    the command line), and the lines to show about them. A table the bot cannot play is a ``ValueError`` in
+    one line that names the setting to change."""
+    path = _bot_file(bot)
+    if path is None:
+        return dict(settings), []
+    from kahve.agents.policies.bot import SPACE_SETTINGS, Bot, BotFileError
+    _, meta = Bot.read_metadata(path)
+    if meta.get("game") != game:
+        raise BotFileError(f"{path} is a bot for {meta.get('game')}, not {game}")
+    spec = envs.game_class(game).settings_spec
+    trained = {k: v for k, v in meta.get("settings", {}).items() if k in spec.by_name and k not in NOT_FROM_BOT}
+    table = {**trained, **settings}
+    given = [k for k in settings if k in trained and settings[k] != trained[k]]
+    shaping = [k for k in given if k in SPACE_SETTINGS]
+    fix = " ".join(f"{k}={_plain(trained[k])}" for k in trained if k in SPACE_SETTINGS and k in spec.by_name)
+    if shaping:
+        raise ValueError(f"{path} was trained for {', '.join(f'{k}={_plain(trained[k])}' for k in shaping)}; "
+                         f"drop {' '.join(f'{k}={_plain(settings[k])}' for k in shaping)} from --settings "
+                         f"(the bot's table is --settings {fix}) or choose another --bot")
+    try:
+        g = envs.game_class(game)(**table)
+    except ValueError as err:
+        raise ValueError(f"{err} (the bot {path} sets the table to --settings {fix})") from None
+    if (meta.get("observation_size"), meta.get("num_actions")) != (g.observation_size, g.num_actions):
+        raise ValueError(f"{path} expects observations of {meta.get('observation_size')} and "
+                         f"{meta.get('num_actions')} actions, which this table does not give; play it with "
+                         f"--settings {fix}")
+    try:                                       # what the table would be without the bot file
+        defaults = envs.game_class(game)(**settings).settings
+    except ValueError:
+        defaults = envs.game_class(game)().settings
+    adopted = [k for k in trained if k not in settings and trained[k] != defaults[k]]
+    notes = []
+    if adopted:
+        notes.append(f"table settings from the bot file: {', '.join(f'{k}={_plain(trained[k])}' for k in adopted)}")
+    if given:
+        notes.append(f"note: the bot was trained with {', '.join(f'{k}={_plain(trained[k])}' for k in given)}; "
+                     f"this table plays {', '.join(f'{k}={_plain(settings[k])}' for k in given)}")
+    return table, notes
+
+
+def _plain(value) -> str:
+    """A setting's value as ``--settings`` takes it."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_plain(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def make_bots(bot: str, g, seat: int, seed: int) -> tuple[dict, list[str]]:
+    """One policy per seat but ``seat``; a warning raised while loading becomes a plain line (the bot's
+    training settings are told by :func:`table_settings` already)."""
+    from kahve.agents.policies.bot import BotSettingsWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bots = {p: make_policy(bot, g, seed * 100 + p) for p in range(g.num_players) if p != seat}
+    lines = []
+    for w in caught:
+        if issubclass(w.category, BotSettingsWarning):
+            continue
+        text = f"note: {w.message}"
+        if text not in lines:
+            lines.append(text)
+    return bots, lines
+
+
+def _ask_bot(policy, state) -> int:
+    """The bot's move; the move log is off meanwhile, so a search's clones of the state log nothing."""
+    log, state.move_log = state.move_log, None
+    try:
+        return decide(policy, state)
+    finally:
+        state.move_log = log
 
 
 def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=input, out=print,
          record: str | None = None) -> int:
+    settings, notes = table_settings(game, settings, bot)
     g = envs.game_class(game)(**settings)
     if not 0 <= seat < g.num_players:
         raise ValueError(f"--seat must be from 0 to {g.num_players - 1} for this table")
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 32)   # drawn here so that a record can name it
-    state = g.new_state(seed)
+    bots, more = make_bots(bot, g, seat, seed)
+    for line in notes + more:
+        out(line)
+    out(f"{g.__class__.title or game}, {g.num_players} players: you are player {seat}; opponents: {bot}. "
+        "Type a number or a move, '?' for the rules, 'q' to quit.")
+    state = g.new_state(seed, move_log=True)
     actions = []
-    bots = {p: make_policy(bot, g, (seed or 0) * 100 + p) for p in range(g.num_players) if p != seat}
-    out(f"{game}: you are player {seat}; opponents: {bot}. Type a number or a move, '?' for the rules, 'q' to quit.")
-    deals_seen = 0
-    while state.current_player is not None:
+    names = {seat: "you"}
+    shown = 0
+
+    def announce() -> None:
+        nonlocal shown
+        log = state.move_log
+        for m, text in zip(log[shown:], state.move_texts(seat, shown, names)):
+            out(text if m.seat is not None else "  " + text)
+        shown = len(log)
+
+    while True:
+        announce()
         p = state.current_player
+        if p is None:
+            break
         if p != seat:
-            action = decide(bots[p], state)
-            shown = state.describe_action(action) if state.is_public_action(action) else "(decided, hidden until later)"
-            out(f"player {p}: {shown}")
-            state.apply(action)
-            actions.append(int(action))
+            action = _ask_bot(bots[p], state)
         else:
             out("")
             out(state.render(seat))
@@ -65,11 +183,15 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                 except EOFError:
                     out("input ended; leaving the match")
                     return 1
+                if not answer:
+                    out(f"{HINT} (0 to {len(legal) - 1})")
+                    continue
                 if answer.lower() in ("q", "quit", "exit"):
                     out("you left the match")
                     return 1
-                if answer == "?":
-                    out(rules_summary(game))
+                if answer in ("?", "help", "h"):
+                    out(rules_summary(g))
+                    out("your moves: " + "   ".join(f"[{i}] {t}" for i, t in enumerate(texts)))
                     continue
                 if answer.isdigit():
                     if int(answer) < len(legal):
@@ -82,20 +204,11 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                     break
                 except ValueError as err:
                     out(f"not understood: {err}")
-            out(f"you: {state.describe_action(action)}")
-            state.apply(action)
-            actions.append(int(action))
-        if state.deals_completed != deals_seen:
-            deals_seen = state.deals_completed
-            r = state.deal_report
-            out(f"-- deal over: points {r['deal_points']}, match totals {r['scores']}")
-    out(state.render(seat))
-    won = seat in state.winners
-    out("== match over: " + ("you won" if won and len(state.winners) == 1 else
-                             "shared win" if won else f"winners: {', '.join(f'player {w}' for w in state.winners)}"))
+        state.apply(action)
+        actions.append(int(action))
     if record:
         from kahve.agents.evaluation.records import make_record, write_records
-        players = ["you" if p == seat else bot for p in range(g.num_players)]
+        players = ["you" if q == seat else bot for q in range(g.num_players)]
         write_records(record, [make_record(g, seed, actions, state, players=players)], append=True)
         out(f"match recorded in {record} (seed {seed}); replay it with: kahve replay {record}")
     return 0

@@ -1,13 +1,16 @@
 """``kahve replay FILE``: step through a recorded game (``kahve play --record``, ``kahve evaluate --record``).
 
-Shows the table before each move (every hand, or one seat's view with ``--seat K``) and the move made, in
-words. Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many moves,
-``s K`` to see seat K's view, ``a`` to see all hands, ``q`` to quit. Reads commands from standard input.
+Shows the table before each recorded decision (every hand, or one seat's view with ``--seat K``) and the move
+made, in words, followed by what the engine did next by itself: forced moves (a hand's last card, a single
+legal action, marked "(only choice)") and the table's events (new hands, forced draws, a deal's scoring, the
+result), all from the engine's move log (:func:`~kahve.agents.evaluation.records.replay_moves`), as the chosen
+seat saw them. Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many
+moves, ``s K`` to see seat K's view, ``a`` to see all hands, ``q`` to quit. Reads commands from standard input.
 """
 
 from __future__ import annotations
 
-from kahve.agents.evaluation.records import load_records, replay_states
+from kahve.agents.evaluation.records import load_records, replay_moves, replay_states
 
 HELP = ("commands: Enter or n = next move, p = previous, a number = jump to the position after that many moves, "
         "s K = seat K's view, a = all hands, q = quit")
@@ -29,6 +32,7 @@ def _view_name(seat: int | None) -> str:
 def replay(record: dict, seat: int | None = None, inp=input, out=print, where: str = "") -> int:
     """Step through one record interactively (replaying it checks every action and the result)."""
     states = replay_states(record, where)
+    moves, marks = replay_moves(record, where, game=states[0].game)
     actions = record["actions"]
     n_players = states[0].num_players
     if seat is not None and not 0 <= seat < n_players:
@@ -40,17 +44,30 @@ def replay(record: dict, seat: int | None = None, inp=input, out=print, where: s
     out(HELP)
     pos, last = 0, len(actions)
 
+    def text(m) -> str:
+        """An entry as the current view reads it (all hands: the mover's own wording)."""
+        t = m.text_for(m.seat if seat is None else seat)
+        if m.seat is None:
+            return t
+        return f"{who(m.seat)}: {t}" + (" (only choice)" if m.forced else "")
+
     def show() -> None:
         st = states[pos]
         out("")
         out(f"== position {pos}/{last} ({_view_name(seat)})")
+        if pos == 0:
+            for m in moves[:marks[0]]:
+                out("  " + text(m))
         out(st.render(seat))
         if pos < last:
-            out(f"move {pos + 1}: {who(st.current_player)}: {st.describe_action(actions[pos])}")
+            first, *rest = moves[marks[pos]:marks[pos + 1]]
+            out(f"move {pos + 1}: {text(first)}")
+            for m in rest:
+                out("  " + text(m))
         else:
             res = record["result"]
             out(f"== game over: winners {', '.join(f'player {w}' for w in res['winners']) or 'none'}; "
-                f"scores {res['scores']}; returns {[round(r, 3) for r in res['returns']]}")
+                f"scores {', '.join(str(x) for x in res['scores'])}")
 
     show()
     while True:

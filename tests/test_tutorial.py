@@ -34,6 +34,10 @@ def test_every_tutorial_command_runs(tmp_path):
         r = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", *argv[1:]], cwd=tmp_path, input=stdin,
                            capture_output=True, text=True, timeout=600, env=env)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        # what a person reads: plain lines, never a Python warning (a bot trained with other settings is a note)
+        shown = r.stdout + r.stderr
+        assert not re.search(r"Warning\b|warnings\.warn|Traceback", shown), f"{cmd}\n{shown[-3000:]}"
     assert (tmp_path / "bots" / "tutorial.onnx").exists() and (tmp_path / "bots" / "tutorial.md").exists()
     assert (tmp_path / "runs" / "tutorial" / "tb").is_dir()
     assert (tmp_path / "games.jsonl").read_text().strip()
+    assert "note: the bot was trained with target_score=151; this table plays target_score=50" in r_play.stdout

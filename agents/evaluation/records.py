@@ -12,6 +12,9 @@ One game per line, one JSON object::
      "result": {"winners": [seats], "scores": [match total per seat], "returns": [per seat]},
      "players": ["you", "heuristic"]}               # optional: who played each seat
 
+The record keeps the chosen actions only; :func:`replay_moves` gives the whole move log of the game (forced
+moves and table events included, as ``kahve play`` announced them), for ``kahve replay`` and other screens.
+
 A record replays exactly because the engine draws every chance event from its seed (``deck_rng`` and
 ``chance_rng``, :mod:`kahve.envs.core.engine`): the same seed, settings and actions give the same states.
 Loading checks the shape, the game, its version, the settings, every action and the result, and every problem
@@ -199,6 +202,26 @@ def replay_states(record: dict, where: str = "", check_result: bool = True, game
         if not same:
             raise _fail(where, f"the replay ends with {got}, but the record says {want}")
     return states
+
+
+def replay_moves(record: dict, where: str = "", game=None) -> tuple[list, list[int]]:
+    """The game of a record as its move log (:meth:`~kahve.envs.core.engine.State.start_move_log`): every
+    applied action, the forced ones the record does not list included, and the table's events (deals, forced
+    draws, scoring, the result). Returns ``(moves, marks)``: ``moves`` the log of the whole game, ``marks[k]``
+    the log's length after ``k`` recorded actions (``marks[0]``: what happened before the first decision), so
+    ``moves[marks[k]:marks[k + 1]]`` is the ``k+1``-th recorded action and what followed it. The record format
+    is unchanged; call :func:`replay_states` (or :func:`check_record`) first to validate it."""
+    if game is None:
+        game = check_record(record, where, replay=False)
+    state = game.new_state(record["seed"], record.get("deck"), move_log=True)
+    marks = [len(state.move_log)]
+    for k, action in enumerate(record["actions"]):
+        try:
+            state.apply(action)
+        except ValueError as err:  # IllegalActionError is a ValueError
+            raise _fail(where, f"action {k} ({action}) is illegal on replay: {err}") from None
+        marks.append(len(state.move_log))
+    return state.move_log, marks
 
 
 def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool = True) -> list[dict]:

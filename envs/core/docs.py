@@ -11,7 +11,8 @@ Every game documents itself with a few class attributes on its :class:`~.engine.
 * ``action_notes``, ``observation_notes``, ``rewards_note``, ``reward_texts``: free Markdown;
 * ``version_history``: ``[(version, "what changed"), ...]``, the last one the game's ``version``.
 
-:func:`render_page` turns them, the settings spec and the rules module's docstring into one Markdown page.
+:func:`render_page` turns them, the settings spec, the player guide (``envs/<game>/guide.md``, :mod:`.guide`) and
+the rules module's docstring into one Markdown page.
 The page is each env module's docstring (``help(kahve.envs.pishti.env)``) and, written by
 ``python -m kahve.envs.core.docs [repo root]``, the file ``docs/envs/<game>.md``. ``tests/envs/test_docs.py``
 fails when a page and the code disagree.
@@ -172,6 +173,11 @@ def render_page(game_class) -> str:
     L += _table(["", ""], rows) + [""]
     L += ["Each agent observes `{\"observation\": float32 vector, \"action_mask\": int8 vector}`; "
           "`env.unwrapped.state` is the engine state (`to_dict()`, `describe_action`, `parse_action`).", ""]
+
+    # ----- the player guide (envs/<game>/guide.md, what `kahve play` shows on `?`) ---------------------
+    from .guide import player_guide
+    guide = player_guide(gc(), heading_level=2).replace("## House settings in force", "## House settings (the defaults)")
+    L += [guide.strip(), ""]
 
     # ----- rules ------------------------------------------------------------------------------------------
     L += ["## Rules in brief", "",

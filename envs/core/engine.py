@@ -52,10 +52,12 @@ _CONTAINERS = (list, dict, set, bytearray, tuple, np.ndarray, random.Random)
 
 class Move(NamedTuple):
     """One entry of a state's move log (:meth:`State.start_move_log`): an applied action, forced or chosen,
-    or an event the table does by itself (``action`` is ``None``: a forced draw, a deal starting).
+    or an event the table does by itself (``action`` is ``None``: a forced draw, a deal starting, a deal's
+    scoring, the match result).
 
     ``text`` is the public wording, what every seat sees; ``private`` maps the seats that see more (the mover's
-    own drawn card, an Ish call) to their wording. :meth:`State.move_texts` picks a seat's view."""
+    own drawn card, an Ish call, the cards dealt to a hand) to their wording. :meth:`State.move_texts` and
+    :meth:`text_for` pick a seat's view. No text names a card its reader could not see at that moment."""
 
     seat: int | None       # who acted (None for a table event)
     action: int | None     # the action id, or None for an event
@@ -63,6 +65,12 @@ class Move(NamedTuple):
     forced: bool           # applied by the engine (a single legal action, C-4) or a table event
     deal: int              # deals completed before this move
     private: dict | None = None   # seat -> what that seat sees instead of ``text``
+
+    def text_for(self, seat: int | None) -> str:
+        """The wording ``seat`` sees (``None``: the public one), without the "player k:" prefix."""
+        if self.private and seat in self.private:
+            return self.private[seat]
+        return self.text
 
 
 class IllegalActionError(ValueError):
@@ -133,6 +141,11 @@ class Game:
             side_points[self.sides[s]] = p
         return self.side_relative_points(side_points, self.sides[seat])
 
+    def house_settings(self) -> list[str]:
+        """The settings in force as short phrases for people ("the first side to 151 points after a deal wins"),
+        shown under the player guide (:func:`kahve.envs.core.guide.player_guide`). A game overrides it."""
+        return []
+
     def check_deck(self, deck: Sequence) -> list[int]:
         """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
         return _cards.check_standard_deck(deck, 1)
@@ -153,6 +166,8 @@ class State:
     """Base of every game state. Subclasses implement the ``_start_deal``/``legal_actions``/``_apply`` state
     machine and the views (``observation``, ``describe_action``, ``to_dict``, ``render``, ``determinize``)."""
 
+    #: what one core deal is called at this table ("round" in Pâsur and Ish), for the texts of the move log
+    deal_word = "deal"
     # card text, for describe/parse; Ish overrides with its own deck
     card_str = staticmethod(_cards.card_str)
     parse_card = staticmethod(_cards.parse_card)
@@ -182,6 +197,8 @@ class State:
         self.dealer = self.chance_rng.randrange(n) if fd == "random" else fd
         self._start_deal(deck)
         self._auto_play()
+        if self.move_log is not None and self.current_player is None:
+            self._log_match_end()
 
     # ----- what a game implements -------------------------------------------------------------------
     current_player: int | None
@@ -210,15 +227,19 @@ class State:
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """The move-log entry of ``action`` by ``seat``, made *before* it is applied (so the text is
         state-aware). Default: :meth:`describe_action` for everyone when :meth:`is_public_action`, else only
-        the mover sees it and the others read "player k decides". A game overrides this where an action shows
-        less to the others than to the mover (a draw: the drawer sees the card)."""
+        the mover sees it and the others read "player k: decides (shown later)". A game overrides this where an
+        action shows less to the others than to the mover (a draw: the drawer sees the card), or to say more
+        than the action's name (what a capture took, where a turned card went). The text has no "player k:"
+        prefix (:meth:`move_texts` adds it) and never names a card its reader cannot see."""
         text = self.describe_action(action)
         if self.is_public_action(action):
             return Move(seat, action, text, forced, self.deals_completed)
-        return Move(seat, action, f"player {seat} decides", forced, self.deals_completed, {seat: text})
+        return Move(seat, action, "decides (shown later)", forced, self.deals_completed, {seat: text})
 
     def _log_event(self, text: str, private: dict | None = None) -> None:
-        """Note a table event (a forced draw, a card turned by the rules) in the move log, if it is on."""
+        """Note a table event (a forced draw, a card turned by the rules, a new deal, the deal's scoring) in the
+        move log, if it is on. ``text`` is a whole sentence that names the seats it is about; ``private`` maps
+        a seat to the wording it sees instead (its own drawn cards)."""
         if self.move_log is not None:
             self.move_log.append(Move(None, None, text, True, self.deals_completed, private))
 
@@ -271,19 +292,71 @@ class State:
     def start_move_log(self) -> list[Move]:
         """Turn on the move log: from now on every applied action, forced ones included, and every table event
         the game notes is appended to :attr:`move_log` (one mechanism for play, replay, demo, records and the
-        web table). Off by default, so training and search pay nothing for it."""
+        web table). Off by default, so training and search pay nothing for it. :meth:`clone` copies it;
+        ``new_state(..., move_log=True)`` logs from the first card, the deal itself included."""
         if self.move_log is None:
             self.move_log = []
         return self.move_log
 
-    def move_texts(self, seat: int | None, start: int = 0) -> list[str]:
-        """The move log from entry ``start`` on as ``seat`` saw it (``None``: the public view); each text is
-        prefixed with who acted ("player 1: 7H takes 4C")."""
+    def move_texts(self, seat: int | None, start: int = 0, names: dict | None = None) -> list[str]:
+        """The move log from entry ``start`` on as ``seat`` saw it (``None``: the public view). A move is
+        prefixed with who acted ("player 1: 7H takes 4C"; ``names`` may rename seats, e.g. ``{0: "you"}``)
+        and marked "(only choice)" when the engine played it as the single legal action; a table event
+        (``seat`` None) is its text alone."""
         out = []
         for m in self.move_log[start:]:
-            text = m.private[seat] if m.private and seat in m.private else m.text
-            out.append(text if m.seat is None else f"player {m.seat}: {text}")
+            text = m.text_for(seat)
+            if m.seat is not None:
+                who = names[m.seat] if names and m.seat in names else f"player {m.seat}"
+                text = f"{who}: {text}" + (" (only choice)" if m.forced else "")
+            out.append(text)
         return out
+
+    # ----- deal and match results in words (logged as table events; the screens show them) -------------
+    def side_name(self, side: int) -> str:
+        """"player 2", or "players 0 and 2" for a partnership."""
+        seats = [p for p in range(self.num_players) if self.game.sides[p] == side]
+        if len(seats) == 1:
+            return f"player {seats[0]}"
+        return "players " + ", ".join(str(p) for p in seats[:-1]) + f" and {seats[-1]}"
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """The end of a deal in words, one line per side (a game overrides it with its scoring breakdown).
+        Logged as table events when the deal ends, so every screen shows it once."""
+        g = self.game
+        first = {g.sides[p]: p for p in reversed(range(self.num_players))}
+        word = "penalty points" if g.points_sign < 0 else "points"
+        lines = [f"{self.deal_word} {self.deals_completed} over"]
+        for side in range(g.num_sides):
+            p = first[side]
+            lines.append(f"  {self.side_name(side)}: {report['deal_points'][p]} {word}, "
+                         f"total {report['scores'][p]}")
+        return lines
+
+    def describe_match(self, seat: int | None = None) -> str:
+        """The match result in one line, as ``seat`` reads it ("you win"; ``None``: the public wording)."""
+        g = self.game
+        deals = self.deals_completed
+        how = f"after {deals} {self.deal_word}{'s' if deals != 1 else ''}"
+        head = ("match stopped at the cap " if self.truncated else "match over ") + how
+        winners = self.winners or []
+        sides = sorted({g.sides[p] for p in winners})
+        totals = ", ".join(f"{self.side_name(sd)} {self.scores[sd]}" for sd in range(g.num_sides))
+        if not sides or len(sides) == g.num_sides:
+            result = "nobody wins (a draw)" if not sides or g.num_sides > 1 else ""
+        elif seat is not None and g.sides[seat] in sides:
+            result = "you win" if len(sides) == 1 else "you share the win with " + ", ".join(
+                self.side_name(sd) for sd in sides if sd != g.sides[seat])
+        else:
+            names = " and ".join(self.side_name(sd) for sd in sides)
+            result = f"{names} win{'s' if len(sides) == 1 and len(winners) == 1 else ''}"
+            if seat is not None:
+                result += " (you lose)"
+        return f"{head}: {result}; totals: {totals}"
+
+    def _log_match_end(self) -> None:
+        """The match result as the last table event (each seat reads "you win" or "you lose")."""
+        self._log_event(self.describe_match(), {p: self.describe_match(p) for p in range(self.num_players)})
 
     @property
     def is_terminal(self) -> bool:
@@ -314,6 +387,12 @@ class State:
             self._paid = False
         if self.move_log is not None:
             self.move_log.append(self._logged_move(self.current_player, action, False))
+            self._apply(action)
+            if self._skip_single_choice:
+                self._auto_play()
+            if self.current_player is None:
+                self._log_match_end()
+            return
         self._apply(action)
         if self._skip_single_choice:
             self._auto_play()
@@ -355,7 +434,8 @@ class State:
 
         Every attribute is copied by :func:`_copy_value`: builtin containers recursively, random generators
         and numpy arrays by value. Anything else (the game, the settings) is shared, so a state must keep its
-        mutable data in builtin containers.
+        mutable data in builtin containers. A move log is copied too (the clone's own from then on); a search
+        that clones a logged state should turn the copy's log off (``move_log = None``) so that it costs nothing.
         """
         new = object.__new__(type(self))
         new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items()}
@@ -394,6 +474,9 @@ class State:
             elif self.deals_completed >= self.settings[g.cap_setting]:
                 self._finish(self._best_sides(self.scores), report, truncated=True)
         self.deal_report = report
+        if self.move_log is not None:
+            for line in self.describe_deal(report):
+                self._log_event(line)
 
     def _best_sides(self, totals: Sequence[float]) -> list[int]:
         best = max(totals) if self.game.points_sign > 0 else min(totals)

@@ -53,6 +53,9 @@ Decisions beyond RULES.md:
       irrelevant), so every active player has the same decision in CALL;
     * the last round's cards, results and outcome stay visible after it is resolved, until the next BET;
     * observation "round / max_rounds" counts the rounds completed.
+    * hidden information (``determinize``): before REVEAL no card is seen and no choice depends on one (IS-5),
+      after it every drawn card is face up; a call is hidden until RESOLVE and nothing shows it before, so
+      the other seats' calls so far are re-drawn at random (every combination is possible).
 
 Actions: ``Discrete(L + 42)``, L = ``bet_levels`` (§5g):
 
@@ -99,7 +102,7 @@ import numpy as np
 
 from ..core import cards as _cards
 from ..core.docs import ActionRange, ObsBlock
-from ..core.engine import Game, State
+from ..core.engine import Game, Move, State
 from ..core.rng import shuffle
 from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
 
@@ -253,6 +256,25 @@ class IshGame(Game):
                     "wins, and a void round is a tie.")
     version_history = [(0, "first release")]
 
+    def house_settings(self) -> list[str]:
+        """The settings in force, in words, for the player guide (envs/core/guide.py)."""
+        s = self.settings
+        ladder = sorted(set(self.stakes))
+        out = [f"{s.players} players, {s.bankroll} chips each", "stakes " + ", ".join(str(b) for b in ladder),
+               "the winner takes every stake" if s.payout == "pot"
+               else "each loser pays the winner at most the winner's own stake, the rest goes back",
+               "the cards are taken for you, in turn" if s.card_selection == "auto"
+               else "each player picks the two face-down cards they take",
+               "the Crown's holder must call Kath to win" if s.crown_must_call
+               else "the Crown wins even without a call"]
+        if isinstance(s.reflex, tuple):
+            out.append("reaction speeds per player: " + ", ".join(f"{r:g}" for r in s.reflex) + " (larger is slower)")
+        else:
+            out.append("every player is equally fast, so ties among callers are settled by chance")
+        out += [f"a wrong call costs {s.false_call_fine}" if s.false_call_fine else "a wrong call costs nothing",
+                f"at most {s.max_rounds} rounds"]
+        return out
+
     def _configure(self) -> None:
         s = self.settings
         n = self.num_players = s.players
@@ -293,6 +315,7 @@ class IshGame(Game):
 
 class IshState(State):
 
+    deal_word = "round"
     card_str = staticmethod(card_str)
     parse_card = staticmethod(parse_card)
 
@@ -324,6 +347,10 @@ class IshState(State):
         self.phase = BET
         self.turn = 0                                  # index into order (BET, CALL) or pick number (SELECT)
         self.current_player = self.order[0]
+        if self.move_log is not None:
+            s = self.settings
+            self._log_event(f"round {self.deals_completed + 1}: player {self.dealer} deals; every player still in "
+                            f"stakes {s.min_bet} to {s.max_bet} chips, from player {self.order[0]}")
 
     def legal_actions(self) -> list[int]:
         p = self.current_player
@@ -376,6 +403,8 @@ class IshState(State):
         for i, p in enumerate(order):
             self.picks[p] = [i, m + i]
             self.taken[i] = self.taken[m + i] = True
+        if self.move_log is not None:
+            self._log_event("each player takes two cards face down (nobody may look)")
         self._reveal()
 
     def _take_slot(self, slot: int) -> None:
@@ -400,6 +429,14 @@ class IshState(State):
             self.eligible[p] = results[p] == top       # the Crown (13) beats every result; it is unique
         self.phase, self.turn = CALL, 0
         self.current_player = self.order[0]
+        if self.move_log is not None:
+            shown = ", ".join(f"player {p} {' '.join(cards_str(slots[k] for k in self.picks[p]))} "
+                              f"({'the Crown' if results[p] == CROWN_RESULT else results[p]})" for p in self.order)
+            best = [p for p in self.order if self.eligible[p]]
+            self._log_event(f"Ish! every card is turned up: {shown}; "
+                            + ("the Crown wins" if top == CROWN_RESULT else f"the highest result is {top}")
+                            + f", held by {', '.join(f'player {p}' for p in best)}; now every player calls or "
+                            "stays silent")
 
     def _apply_call(self, calls: bool) -> None:
         self.calls[self.current_player] = calls
@@ -550,6 +587,42 @@ class IshState(State):
         """Calls are hidden until RESOLVE (IS-1); stakes and slots are public."""
         return action < self.game.no_call
 
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """A call or silence is seen by the others only when the round is resolved (IS-1)."""
+        if action >= self.game.no_call:
+            return Move(seat, action, "calls or stays silent (shown when the round is resolved)", forced,
+                        self.deals_completed, {seat: self.describe_action(action)})
+        return Move(seat, action, self.describe_action(action), forced, self.deals_completed)
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """The outcome (the winner and the pot, or a void round), then each player's stake, result, call, chip
+        change and bankroll."""
+        b = report["breakdown"]
+        w = b["winner"]
+        n = self.deals_completed
+        if w is None:
+            lines = [f"round {n} over: no eligible player called, so the round is void and every stake goes back"]
+        else:
+            lines = [f"round {n} over: player {w} called first among the eligible and wins "
+                     f"{report['deal_points'][w]} chips"]
+        for p in range(self.num_players):
+            if b["calls"][p] is None:
+                continue
+            r = b["results"][p]
+            call = ("called " + ("Kath" if r == "CR" else "Paoy")) if b["calls"][p] else "stayed silent"
+            fine = f", fined {b['fines'][p]}" if b["fines"][p] else ""
+            change = report["deal_points"][p]
+            lines.append(f"  player {p}: stake {b['stakes'][p]}, result {'the Crown' if r == 'CR' else r}, {call}"
+                         f"{fine}: {'+' if change > 0 else ''}{change} chips, bankroll {b['bankrolls'][p]}")
+        for p in b["eliminated"]:
+            lines.append(f"  player {p} has fewer than {self.settings.min_bet} chips left and is out")
+        return lines
+
+    def describe_match(self, seat: int | None = None) -> str:
+        """The result with every bankroll (the match totals are net chips)."""
+        head = super().describe_match(seat).split("; totals: ")[0]
+        return head + "; bankrolls: " + ", ".join(f"player {p} {b}" for p, b in enumerate(self.bankroll))
+
     def describe_action(self, action: int) -> str:
         g = self.game
         if 0 <= action < g.select_base:
@@ -593,11 +666,14 @@ class IshState(State):
                     st.calls[p] = rng.random() < 0.5
         st.deck_rng.seed(rng.getrandbits(64))
         st.chance_rng.seed(rng.getrandbits(64))
+        st.move_log = None                             # it shows each seat its own call: not in a re-dealt world
         return st
 
     def clone(self) -> "IshState":
         st = object.__new__(type(self))
         d = self.__dict__.copy()
+        if self.move_log is not None:               # the clone's own log from here on
+            d["move_log"] = self.move_log[:]
         for key in ("rewards", "returns", "scores", "out", "bankroll", "outcome_paid", "slots", "taken", "stakes",
                     "has_bet", "results", "eligible", "calls", "order"):
             d[key] = list(d[key])
@@ -632,17 +708,20 @@ class IshState(State):
             "last_round": _copy_plain(self.last_round),
         }
 
+    _PHASE_WORDS = ("betting", "taking cards", "calling", "round over")
+
     def render(self, seat: int | None = None) -> str:
         """An ansi table; with ``seat`` only what that seat sees (cards after REVEAL, calls after RESOLVE)."""
         g, s, n = self.game, self.settings, self.num_players
         over = self.phase == OVER
         head = (f"Ish, {n} players, {s.payout} payout | round {self.deals_completed + (0 if over else 1)}"
-                f"/{s.max_rounds} | dealer: player {self.dealer} | phase: {PHASE_NAMES[self.phase]}")
-        lines = [head, f"{'seat':<6}{'bankroll':>9}{'stake':>7}  {'cards':<10}{'result':>7}  call"]
+                f" of at most {s.max_rounds} | dealer: player {self.dealer} | now: {self._PHASE_WORDS[self.phase]}")
+        lines = [head, f"{'seat':<9}{'bankroll':>9}{'stake':>7}  {'cards':<10}{'result':>7}  call"]
         for p in range(n):
             mark = "*" if p == self.current_player else " "
+            name = f"p{p}" + (" you" if p == seat else "")
             if self.out[p] and p not in self.order:
-                lines.append(f"p{p:<3}{mark} {self.bankroll[p]:>9}  out")
+                lines.append(f"{name:<7}{mark} {self.bankroll[p]:>9}  out")
                 continue
             stake = str(self.stakes[p]) if self.has_bet[p] else "-"
             if self.results[p] is not None or seat is None:
@@ -658,7 +737,7 @@ class IshState(State):
                 call = "call" if c else "silent"
             else:
                 call = "made"
-            lines.append(f"p{p:<3}{mark} {self.bankroll[p]:>9}{stake:>7}  {cards:<10}{result:>7}  {call}")
+            lines.append(f"{name:<7}{mark} {self.bankroll[p]:>9}{stake:>7}  {cards:<10}{result:>7}  {call}")
         lr = self.last_round
         if lr is not None:
             if lr["void"]:
@@ -667,9 +746,10 @@ class IshState(State):
                 w = lr["winner"]
                 lines.append(f"last round: player {w} won {lr['deltas'][w]} chips")
         if self.is_terminal:
-            lines.append(("truncated" if self.truncated else "match over") + f"; winners: {self.winners}")
+            lines.append(("match stopped at the cap" if self.truncated else "match over") + "; winners: "
+                         + ", ".join(f"player {w}" for w in self.winners))
         else:
-            lines.append(f"to move: player {self.current_player}")
+            lines.append(f"to move: player {self.current_player}" + (" (you)" if self.current_player == seat else ""))
         return "\n".join(lines)
 
 

@@ -73,6 +73,9 @@ Decisions beyond RULES.md
     * Observation ratios (match totals / target, surs / 5, points / 20) are clipped at 10.
     * "Points so far this round" count captured card points, the haft khâj once a player holds 7 clubs,
       and net surs; the leftover pool is not counted before it is taken (PA-9).
+    * Hidden information (``determinize``): a buried jack is in the stock during hand 1 (the hands are dealt
+      before the pool, §2a), anywhere unseen from hand 2 on. No play shows anything about the opponent's
+      hand: any card may be played (PA-1); what it captures depends on the card and the public pool only.
 
 Speed: capture options depend only on the played value and the values of the pool's numeric cards in
 card-id order, so their enumeration is cached per such pool shape (E3's 100 options are computed once).
@@ -94,8 +97,8 @@ import numpy as np
 
 from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
-from ..core.engine import Game, State
-from ..core.rng import shuffle
+from ..core.engine import Game, Move, State
+from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
 # action ranges (§2h)
@@ -224,6 +227,20 @@ class PasurGame(Game):
         self._explicit = set(settings)
         super().__init__(**settings)
 
+    def house_settings(self) -> list[str]:
+        """The settings in force, in words, for the player guide (envs/core/guide.py)."""
+        s = self.settings
+        out = ["2 players", f"the first to {s.target_score} points after a round wins", f"a sur: {s.sur_value}",
+               "a sur is possible in the final hand" if s.sur_on_final_deal else "no sur in the final hand",
+               "a sur cancels one of the opponent's surs" if s.sur_cancellation else "surs are never cancelled"]
+        if s.sur_cap:
+            out.append(f"a player with {s.sur_cap_threshold} points or more when a round starts scores no sur in it")
+        out += ["a pool is dealt again for two jacks" + ("" if s.redeal_rule == "jacks_only"
+                                                         else ", three queens or three kings"),
+                "equal totals at the end " + ("play another round" if s.tie_rule == "extra_round" else "are a draw"),
+                f"at most {s.max_rounds} rounds"]
+        return out
+
     def _configure(self) -> None:
         s = self.settings
         if s.sur_cap_threshold > s.target_score:
@@ -237,6 +254,8 @@ class PasurGame(Game):
 
 
 class PasurState(State):
+
+    deal_word = "round"
 
     # ----- the round deal (§2a, PA-5) ---------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
@@ -288,6 +307,14 @@ class PasurState(State):
         self.cand: list[tuple] = []
         self.sel_legal: list[int] = []
         self.current_player = non_dealer
+        if self.move_log is not None:
+            why = (f"; {self.redeals} redeal{'s' if self.redeals > 1 else ''} first (too many jacks, queens or "
+                   f"kings in the pool)" if self.redeals else "")
+            self._log_event(f"round {self.deals_completed + 1}: player {self.dealer} deals{why}")
+            for jack in buried:
+                self._log_event(f"{card_str(jack)} turned up in the pool: a jack is buried in the stock, and the "
+                                f"stock's top card replaces it")
+            self._log_hands(f"4 cards to each player, pool {' '.join(cards_str(pool))}")
 
     # ----- capture options (§2b) --------------------------------------------------------------------
     def capture_options(self, card: int) -> list[tuple]:
@@ -411,15 +438,28 @@ class PasurState(State):
                 hands[non_dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
                 hands[self.dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
                 self.hand_number += 1
+                if self.move_log is not None:
+                    final = " (the final hand: no sur)" if (self.hand_number == HANDS_PER_ROUND
+                                                           and not self.settings.sur_on_final_deal) else ""
+                    self._log_hands(f"hand {self.hand_number} of {HANDS_PER_ROUND}: 4 cards to each player, "
+                                    f"{len(stock)} left in the stock{final}")
             else:
                 self._round_end()
                 return
         self.current_player = 1 - p
 
     # ----- round end and scoring (§2d) --------------------------------------------------------------
+    def _log_hands(self, text: str) -> None:
+        """A deal of new hands as a table event; each player also reads its own cards."""
+        self._log_event(text, {p: f"{text}; your cards: {' '.join(cards_str(h))}" for p, h in enumerate(self.hands)})
+
     def _round_end(self) -> None:
         lc = self.last_capturer
         left = self.pool
+        if left and self.move_log is not None:
+            cards = " ".join(cards_str(left))
+            self._log_event(f"the pool's last cards ({cards}) go to player {lc}, the last to capture"
+                            if lc is not None else f"nobody captured this round: the pool ({cards}) goes unscored")
         self.leftover = (lc, tuple(left))
         if lc is not None and left:                # PA-9: no sur
             self.captured[lc].extend(left)
@@ -507,6 +547,55 @@ class PasurState(State):
     def _pool_order(self, option: tuple) -> tuple:
         return tuple(x for x in self.pool if x in option)
 
+    _SUR_TEXT = {None: "", "sur": " (sur)", "cancel": " (sur: cancels one of the opponent's)",
+                 "capped": " (a sweep, but no sur: capped)"}
+
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """A play says what it takes (or that it trails, or that a choice of capture follows); the pick that
+        completes a capture is logged as the whole capture."""
+        if action >= TAKE:
+            x = action - TAKE
+            k = len(self.picked)
+            cand = [o for o in self.cand if o[k] == x]
+            if len(cand) == 1:
+                option = cand[0]
+                text = (self._took_text(self.sel_card, self._pool_order(option))
+                        + self._SUR_TEXT[self._sur_kind(seat, self.sel_card, option)])
+            else:
+                text = f"pick {card_str(x)} for {card_str(self.sel_card)}"
+        else:
+            opts = self.capture_options(action)
+            if not opts:
+                text = f"{card_str(action)} trails"
+            elif len(opts) == 1:
+                text = (self._took_text(action, self._pool_order(opts[0]))
+                        + self._SUR_TEXT[self._sur_kind(seat, action, opts[0])])
+            else:
+                text = f"play {card_str(action)}, which can take " + " or ".join(
+                    " ".join(cards_str(self._pool_order(o))) for o in opts)
+        return Move(seat, action, text, forced, self.deals_completed)
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """Per player: the round's points item by item (clubs, 10♦, 2♣, aces, jacks, surs) and the match total."""
+        b = report["breakdown"]
+        lines = [f"round {self.deals_completed} over"]
+        for p in range(2):
+            parts = [f"{b['cards'][p]} cards", f"{b['clubs'][p]} clubs" + (f" = {b['seven_clubs'][p]}"
+                                                                          if b["seven_clubs"][p] else "")]
+            if b["ten_diamonds"][p]:
+                parts.append(f"10♦ {b['ten_diamonds'][p]}")
+            if b["two_clubs"][p]:
+                parts.append(f"2♣ {b['two_clubs'][p]}")
+            for key in ("aces", "jacks"):
+                if b[key][p]:
+                    parts.append(f"{key} {b[key][p]}")
+            if b["surs"][p]:
+                k = b["surs"][p]
+                parts.append(f"{k} sur{'s' if k > 1 else ''} {b['sur_points'][p]}")
+            lines.append(f"  player {p}: {report['deal_points'][p]} points ({', '.join(parts)}); "
+                         f"match total {report['scores'][p]} (target {self.settings.target_score})")
+        return lines
+
     def describe_action(self, action: int) -> str:
         if action >= TAKE:
             return f"take {card_str(action - TAKE)}"
@@ -541,20 +630,39 @@ class PasurState(State):
         return out
 
     def determinize(self, seat: int, rng: random.Random) -> "PasurState":
-        """Re-deal what ``seat`` cannot see: the opponent's hand and the stock order (a buried jack is
-        somewhere among them, at a uniformly random place)."""
+        """Re-deal what ``seat`` cannot see: the opponent's hand and the stock order. A buried jack (PA-5) is
+        somewhere among them, at a uniformly random place, except in hand 1: the hands are dealt before the
+        pool, so nobody's first hand can hold it and it is still in the stock (any place there). Every hand
+        after the first comes from the stock below the burial, so from hand 2 on it may be anywhere unseen.
+        No play tells anything about the opponent's hand (any card may be played, PA-1). The future chance
+        (the next rounds' decks and burials) is drawn anew."""
         st = self.clone()
         opp = 1 - seat
         unknown = st.hands[opp] + st.stock
-        shuffle(rng, unknown)
         n = len(st.hands[opp])
-        st.hands[opp] = sorted(unknown[:n])
-        st.stock = unknown[n:]
+        if st.hand_number == 1 and st.buried_jacks:
+            buried = [c for c in unknown if c in st.buried_jacks]
+            free = [c for c in unknown if c not in st.buried_jacks]
+            shuffle(rng, free)
+            st.hands[opp] = sorted(free[:n])
+            st.stock = free[n:] + buried
+            shuffle(rng, st.stock)
+        else:
+            shuffle(rng, unknown)
+            st.hands[opp] = sorted(unknown[:n])
+            st.stock = unknown[n:]
+        st._chance_rng = None
+        st._chance_seed = rng.getrandbits(64)
+        if self.settings.episode == "match":
+            st.deck_rng = seeded(rng.getrandbits(64))
+        st.move_log = None                          # it tells each seat its own cards: not in a re-dealt world
         return st
 
     def clone(self) -> "PasurState":
         st = object.__new__(type(self))
         d = self.__dict__.copy()
+        if self.move_log is not None:               # the clone's own log from here on
+            d["move_log"] = self.move_log[:]
         for k in ("pool", "stock", "buried_jacks", "clubs", "points", "surs", "round_start_scores",
                   "sur_capped", "turns", "picked", "cand", "sel_legal", "rewards", "returns", "scores", "out"):
             d[k] = list(d[k])
@@ -603,27 +711,34 @@ class PasurState(State):
         }
 
     def render(self, seat: int | None = None) -> str:
-        lines = [f"Pâsur | round {self.deals_completed + 1}, hand {self.hand_number}/{HANDS_PER_ROUND} | "
-                 f"dealer: player {self.dealer} | stock: {len(self.stock)} | target {self.settings.target_score}"]
+        over = self.is_terminal
+        lines = [f"Pâsur | round {self.deals_completed + (0 if over else 1)}, hand {self.hand_number} of "
+                 f"{HANDS_PER_ROUND} | dealer: player {self.dealer} | stock: {len(self.stock)} | "
+                 f"target {self.settings.target_score}"]
         lines.append("pool: " + (" ".join(cards_str(self.pool)) or "(empty)"))
         for p in range(2):
-            lines.append(f"player {p}: score {self.scores[p]}, captured {len(self.captured[p])} "
+            me = " (you)" if p == seat else ""
+            lines.append(f"player {p}{me} | score {self.scores[p]}, captured {len(self.captured[p])} "
                          f"({self.clubs[p]} clubs), surs {self.surs[p]}, round points {self.round_points(p)}"
                          + (" [sur capped]" if self.sur_capped[p] else ""))
         for p in range(2):
+            me = " (you)" if p == seat else ""
             if seat is None or p == seat:
-                lines.append(f"player {p} hand: {' '.join(cards_str(self.hands[p])) or '(empty)'}")
+                lines.append(f"player {p}{me} hand: {' '.join(cards_str(self.hands[p])) or '(empty)'}")
             else:
                 lines.append(f"player {p} hand: {len(self.hands[p])} card(s)")
         if self.turns:
-            lines.append("last play: " + self._turn_dict(self.turns[-1])["text"])
-        if self.is_terminal:
-            lines.append(f"match over; winners: {self.winners}")
+            t = self.turns[-1]
+            lines.append(f"last play: {self._turn_dict(t)['text']} (player {t[0]})")
+        me = " (you)" if self.current_player == seat else ""
+        if over:
+            lines.append(("match stopped at the cap" if self.truncated else "match over") + "; winners: "
+                         + (", ".join(f"player {w}" for w in self.winners) or "none"))
         elif self.phase == PHASE_SELECT:
-            lines.append(f"to move: player {self.current_player}, choosing what {card_str(self.sel_card)} takes"
-                         + (f" (picked {' '.join(cards_str(self.picked))})" if self.picked else ""))
+            lines.append(f"to move: player {self.current_player}{me}, choosing what {card_str(self.sel_card)} "
+                         "takes" + (f" (picked {' '.join(cards_str(self.picked))})" if self.picked else ""))
         else:
-            lines.append(f"to move: player {self.current_player}")
+            lines.append(f"to move: player {self.current_player}{me}")
         return "\n".join(lines)
 
 

@@ -60,6 +60,23 @@ Decisions beyond RULES.md (ours):
       and clipped at 10; at match end they may exceed 1.
     * ``muamele_multiplied`` or ``muamele_on_exhaustion`` set with ``muamele=False`` is a ValueError.
 
+Hidden information (``determinize``): what the other seats can infer from public play, and every re-dealt world
+    keeps. Three draws are only allowed without a card of some kind, so they show a hand that held none:
+      * round 1 (PY-9): each forced draw shows no club of rank 2-6, 8, 9, Q, K (so a player who had to draw
+        and then played the club that came holds no other one);
+      * FOLLOW_UP (PY-5): a draw shows no legal card: no J, nothing of the top card's suit or rank (a lone
+        ace excepted, PY-7);
+      * with ``must_answer_seven`` (PY-3), taking the penalty shows no 7.
+    Cards drawn later may be anything, so each inference is kept as a limit ``(mask, cap)`` in ``limits``
+    (at most cap of the player's cards in mask, see ``_limit``: exact, not an approximation). Under
+    ``skip_single_choice`` the engine plays a single legal action itself and the move log shows it as the
+    only choice, so such a draw, pass or penalty shows no legal card, and such a play no legal card but
+    copies of the one played. And the player to move keeps a legal action: in round 1 a club to play; under
+    ``skip_single_choice`` two legal actions (with one the engine would have played it). Not kept, because
+    they carry no certain information: a chosen draw in NORMAL (PY-8 allows it with a playable card), a
+    chosen PASS after a draw, a chosen 7 penalty when answering is optional, which of several legal cards
+    was played.
+
 Actions: ``Discrete(71)`` (§3h)
 
     =======  ==================================================================  ======================
@@ -109,14 +126,15 @@ Deal report (``infos``): ``deal_points`` and ``scores`` per seat; ``breakdown`` 
 from __future__ import annotations
 
 import random
+from math import comb
 
 import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, card_str, cards_str, \
     check_standard_deck
 from ..core.docs import ActionRange, ObsBlock
-from ..core.engine import Game, State
-from ..core.rng import shuffle
+from ..core.engine import Game, Move, State
+from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
 HAND_SIZE = 7
@@ -128,6 +146,9 @@ NUM_ACTIONS = 71
 OBS_SIZE = 183
 
 FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP, DEAL_END = range(6)
+# determinize: re-deals (then exact draws) tried per hand, builds of the whole deal, exchanges per card at last
+_REDEAL_TRIES, _BUILD_TRIES, _MIX_STEPS = 4, 6, 4
+_LEVELS: dict = {}                 # nested masks of a hand's limits -> each card's level (_sample_hand)
 PHASE_NAMES = ("FIRST_ROUND", "NORMAL", "FACING_SEVEN", "POST_DRAW", "FOLLOW_UP", "DEAL_END")
 NO_FOLLOW, FOLLOW_ACE, FOLLOW_TWIN = 0, 1, 2
 FOLLOW_NAMES = (None, "ace", "twin")
@@ -143,6 +164,13 @@ JACK_IDS = [13 * s + JACK for s in range(4)]
 MATCH = [tuple(c // 13 == ctx // 13 or c % 13 == ctx % 13 for c in range(NUM_CARDS)) for ctx in range(NUM_CARDS)]
 # jack actions for a bitmask of jack suits held, already sorted
 JACK_ACTIONS = [[PLAY_J + 4 * s + d for s in range(4) if m >> s & 1 for d in range(4)] for m in range(16)]
+# card sets as bitmasks over the 52 ids (both copies of a card share its bit), for the hand limits (determinize)
+FIRST_MASK = sum(1 << c for c in range(NUM_CARDS) if FIRST_OK[c])
+JACK_MASK = sum(1 << c for c in JACK_IDS)
+ACE_MASK = sum(1 << c for c in range(NUM_CARDS) if RANK[c] == ACE)
+SEVEN_MASK = sum(1 << c for c in range(NUM_CARDS) if RANK[c] == SEVEN)
+# FOLLOW_MASK[ctx]: the cards legal in FOLLOW_UP after the play ctx (any J, its suit or its rank)
+FOLLOW_MASK = [JACK_MASK | sum(1 << c for c in range(NUM_CARDS) if MATCH[ctx][c]) for ctx in range(NUM_CARDS)]
 
 SETTINGS = SettingsSpec("pis_yedili", [
     Choice("players", 4, (2, 3, 4), doc="2 to 4 players; 3-4 play with two packs (§3a)"),
@@ -219,6 +247,29 @@ class PisYediliGame(Game):
                     "`game_end_penalty`; the lowest total wins, ties share (PY-12); `max_deals` truncates.")
     version_history = [(0, "first release")]
 
+    def house_settings(self) -> list[str]:
+        """The settings in force, in words, for the player guide (envs/core/guide.py)."""
+        s = self.settings
+        out = [f"{s.players} players with {'one pack' if self.packs == 1 else 'two packs'}",
+               f"the match ends after a deal in which someone reaches {s.game_end_penalty} penalty points",
+               "a 10 sends the turn back one player, the direction stays" if s.ten_rule == "bounce"
+               else "a 10 reverses the direction of play",
+               "after taking the cards of a 7 you may still play or pass" if s.after_seven_penalty == "continue"
+               else "taking the cards of a 7 ends your turn",
+               "holding a 7, you must answer a 7" if s.must_answer_seven else "answering a 7 is up to you",
+               {"identical": "a twin is the identical card", "same_rank": "a twin is any card of the same rank",
+                "off": "no twins"}[s.twin_rule],
+               f"going out on a jack: ×{s.jack_out_multiplier}, on a 7: ×{s.seven_out_multiplier}"]
+        if s.muamele:
+            out.append("Muamele for sevens left in hand" + (", multiplied too" if s.muamele_multiplied else "")
+                       + (", also when the stock runs out" if s.muamele_on_exhaustion else ""))
+        else:
+            out.append("no Muamele")
+        out += ["the deal ends as soon as the stock is empty" if s.stock_end == "when_empty"
+                else "the deal ends when a card must be drawn from an empty stock",
+                f"at most {s.max_deals} deals"]
+        return out
+
     def _configure(self) -> None:
         s = self.settings
         if not s.muamele:
@@ -264,7 +315,13 @@ class PisYediliState(State):
         self.drawn = False
         self.first_round_left = n
         self.muamele_cards = [[] for _ in range(n)]
+        self.limits: list[tuple] = [()] * n         # per seat: public hand limits (see _limit)
         self._legal = None
+        if self.move_log is not None:
+            text = (f"deal {self.deals_completed + 1}: player {self.dealer} deals 7 cards to each player, "
+                    f"{len(self.stock)} left in the stock")
+            self._log_event(text, {p: f"{text}; your cards: {' '.join(cards_str(sorted(h)))}"
+                                   for p, h in enumerate(self.hands)})
         self._first_round_turn(first)
 
     # ----- turns ------------------------------------------------------------------------------------
@@ -279,13 +336,51 @@ class PisYediliState(State):
         self._turn(p, FIRST_ROUND)
         hand = self.hands[p]
         while not any(FIRST_OK[c] for c in hand):
+            self._limit(p, FIRST_MASK)                  # everyone sees that p holds no such club
+            if self.move_log is not None:
+                self._log_draw(p, 1, "no club to open with")
             if not self._draw(p, 1):
                 return
+
+    # ----- public hand limits (what every other seat can infer; used by determinize) ------------------
+    def _limit(self, p: int, mask: int) -> None:
+        """Record that p holds no card of ``mask`` now (a draw that is only allowed without one).
+
+        ``limits[p]`` is a tuple of ``(mask, cap)``: at most ``cap`` of p's cards lie in ``mask``, for the
+        hand that p holds at any later moment. It is exact, not an approximation: with the limits recorded at
+        times t1 < t2 < ... and F_i the set of t_i, the entry of t_j has mask U_j = F_j | F_j+1 | ... and cap =
+        (cards p drew since t_j) - (cards of U_j that p played since t_j), and by Hall's theorem (every card
+        of the hand must have arrived by a draw after the latest limit that excludes it, and the slots form
+        nested intervals) a hand is consistent with the public history iff it satisfies every entry. An entry
+        whose cap reaches the hand size limits nothing and is dropped; one implied by the new entry too."""
+        kept = [(m | mask, cap) for m, cap in self.limits[p] if m | mask != mask]
+        kept.append((mask, 0))
+        self.limits[p] = tuple(kept)
+
+    def _only_choice(self, action: int) -> None:
+        """A single legal action that the engine plays (C-4) is public as such (the move log says "only
+        choice"): the hand holds no legal card, or none but copies of the card played (a J would give four
+        actions)."""
+        p, phase = self.current_player, self.phase
+        if phase == FIRST_ROUND:
+            mask = FIRST_MASK
+        elif phase == FACING_SEVEN:
+            mask = SEVEN_MASK
+        else:
+            mask = FOLLOW_MASK[self.ctx]
+            if len(self.hands[p]) == 1:                 # PY-7: a lone ace is no legal card
+                mask &= ~ACE_MASK
+        if action < PLAY_J:
+            mask &= ~(1 << action)
+        self._limit(p, mask)
 
     def _draw(self, p: int, k: int) -> bool:
         """p draws k cards from the stock. False if the stock ran out and the deal ended (PY-10); the caller
         must then stop, as a new deal (or the match end) has already been set up."""
         stock, hand = self.stock, self.hands[p]
+        limits = self.limits[p]
+        if limits:                                      # k more cards that may be anything (a deal that
+            self.limits[p] = tuple([(m, cap + k) for m, cap in limits])   # ends here resets the limits)
         if self.game.on_failed_draw:
             for _ in range(k):
                 if not stock:
@@ -349,6 +444,9 @@ class PisYediliState(State):
 
     # ----- applying actions -------------------------------------------------------------------------
     def _apply(self, action: int) -> None:
+        leg = self._legal
+        if leg is not None and len(leg) == 1 and self._skip_single_choice:
+            self._only_choice(action)
         self._legal = None
         if action < PLAY_J:
             self._play(action, -1)
@@ -368,6 +466,11 @@ class PisYediliState(State):
         n = self.num_players
         hand = self.hands[p]
         hand.remove(card)
+        limits = self.limits[p]
+        if limits:                                      # a card of a mask must have been one of its cap
+            h = len(hand)
+            self.limits[p] = tuple([(m, cap - 1 if m >> card & 1 else cap) for m, cap in limits
+                                    if (cap - 1 if m >> card & 1 else cap) < h])
         discard = self.discard
         prev_top = discard[-1] if discard else -1
         discard.append(card)
@@ -401,6 +504,8 @@ class PisYediliState(State):
         elif rank == ACE:                               # every other player draws 1, then FOLLOW_UP (PY-5)
             self.ctx = card
             for k in range(1, n):
+                if self.move_log is not None:
+                    self._log_draw((p + k * d) % n, 1, f"player {p} played an ace")
                 if not self._draw((p + k * d) % n, 1):
                     return
             self.phase = FOLLOW_UP
@@ -417,7 +522,11 @@ class PisYediliState(State):
 
     def _draw_one(self) -> None:
         """DRAW in NORMAL (voluntary, PY-8) or in FOLLOW_UP (no legal card, PY-5); then POST_DRAW."""
-        if not self._draw(self.current_player, 1):
+        p = self.current_player
+        if self.phase == FOLLOW_UP:                     # PY-5: only allowed without a legal card (PY-7: a
+            mask = FOLLOW_MASK[self.ctx]                # lone ace is no legal card)
+            self._limit(p, mask & ~ACE_MASK if len(self.hands[p]) == 1 else mask)
+        if not self._draw(p, 1):
             return
         self.phase = POST_DRAW
         self.follow = NO_FOLLOW
@@ -427,6 +536,8 @@ class PisYediliState(State):
         """PY-3: draw every pending card; the penalty draw is this turn's draw."""
         k, self.pending = self.pending, 0
         p = self.current_player
+        if self.game.must_answer:                       # PY-3: taking is only allowed without a 7
+            self._limit(p, SEVEN_MASK)
         if not self._draw(p, k):
             return
         if self.game.lose_turn:
@@ -455,6 +566,10 @@ class PisYediliState(State):
             if RANK[c] == SEVEN:
                 todo += 3
         self.muamele_cards[q] = drawn
+        if drawn and self.move_log is not None:
+            k = len(drawn)
+            self._log_event(f"Muamele: player {q} draws {k} card{'s' if k > 1 else ''} blind for the sevens in "
+                            f"hand, {sum(VALUE[c] for c in drawn)} more points")
         return drawn
 
     def _went_out(self, w: int, last: int) -> None:
@@ -474,6 +589,8 @@ class PisYediliState(State):
     def _deal_exhausted(self) -> None:
         """PY-10: everyone scores their hand, no multiplier (Muamele only with ``muamele_on_exhaustion``)."""
         s, n = self.settings, self.num_players
+        if self.move_log is not None:
+            self._log_event("the stock has run out: the deal ends, and every player scores the cards in hand")
         hand_value = [sum(VALUE[c] for c in h) for h in self.hands]
         mu_points = [0] * n
         if s.muamele and s.muamele_on_exhaustion:
@@ -566,6 +683,83 @@ class PisYediliState(State):
         cache[1] = len(discard)
         return counts
 
+    # ----- the move log ---------------------------------------------------------------------------
+    def _next_cards(self, k: int) -> list[int]:
+        """The next k cards a draw takes (fewer if the stock has fewer)."""
+        stock = self.stock
+        return [stock[-1 - i] for i in range(min(k, len(stock)))]
+
+    def _log_draw(self, p: int, k: int, why: str) -> None:
+        """A forced draw by p as a table event; p alone reads which cards."""
+        cards = self._next_cards(k)
+        many = f"{len(cards)} cards" if len(cards) != 1 else "a card"
+        self._log_event(f"player {p} draws {many} ({why})",
+                        {p: f"player {p} (you) draws {' '.join(cards_str(cards)) or 'nothing'} ({why})"})
+
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """A play says its effect (the penalty for the next player, a bounce, a follow-up, going out); a draw
+        names the card to the drawer alone."""
+        deal = self.deals_completed
+        if action == DRAW:
+            cards = self._next_cards(1)
+            return Move(seat, action, "draw a card", forced, deal,
+                        {seat: f"draw {card_str(cards[0])}" if cards else "draw: the stock is empty"})
+        if action == TAKE_PENALTY:
+            k = self.pending
+            cards = self._next_cards(k)
+            return Move(seat, action, f"take the {k} penalty cards", forced, deal,
+                        {seat: f"take the {k} penalty cards: {' '.join(cards_str(cards))}"})
+        if action == PASS:
+            return Move(seat, action, "pass", forced, deal)
+        text = self.describe_action(action)
+        card = action if action < PLAY_J else JACK_IDS[(action - PLAY_J) >> 2]
+        rank, n, d = RANK[card], self.num_players, self.direction
+        if len(self.hands[seat]) == 1:
+            m = (self.settings.jack_out_multiplier if rank == JACK
+                 else self.settings.seven_out_multiplier if rank == SEVEN else 1)
+            text += ": goes out" + (f" (the others' hands count ×{m})" if m > 1 else "")
+        elif self.phase == FIRST_ROUND:
+            pass
+        elif rank == SEVEN:
+            text += f": player {(seat + d) % n} must answer with a 7 or take {self.pending + 3} cards"
+        elif rank == TEN and n > 2:
+            nxt = (seat - d) % n
+            text += (f": the turn bounces back to player {nxt}" if self.game.bounce
+                     else f": play changes direction, player {nxt} is next")
+        elif rank == ACE:
+            text += ": every other player draws a card, and this player plays again"
+        elif (self.game.twin and ORDINARY[rank] and self.discard
+              and (self.discard[-1] == card if self.game.twin == 1 else RANK[self.discard[-1]] == rank)):
+            text += ": a twin, so this player plays again"
+        return Move(seat, action, text, forced, deal)
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """How the deal ended, then per player: the hand's value, the multiplier, Muamele, the match total."""
+        b = report["breakdown"]
+        n = self.num_players
+        if b["end"] == "went_out":
+            w = b["went_out"].index(True)
+            m = b["multiplier"][0]
+            head = (f"deal {self.deals_completed} over: player {w} went out with {b['last_card']}"
+                    + (f", so the other hands count ×{m}" if m > 1 else ""))
+        else:
+            head = f"deal {self.deals_completed} over: the stock ran out, every hand counts once"
+        lines = [head]
+        for p in range(n):
+            if b["went_out"][p]:
+                what = "went out"
+            else:
+                m = b["multiplier"][p]
+                what = f"hand {b['hand_value'][p]}" + (f" ×{m}" if m > 1 else "")
+                if b["muamele_points"][p]:
+                    what += f", Muamele {b['muamele_points'][p]}"
+            lines.append(f"  player {p}: {report['deal_points'][p]} penalty points ({what}); match total "
+                         f"{report['scores'][p]}")
+        if not self.is_terminal:
+            lines.append(f"  the match ends after a deal in which someone reaches {self.settings.game_end_penalty}; "
+                         "the lowest total wins")
+        return lines
+
     def describe_action(self, action: int) -> str:
         if 0 <= action < PLAY_J:
             return card_str(action)
@@ -595,10 +789,13 @@ class PisYediliState(State):
     def clone(self) -> "PisYediliState":
         st = object.__new__(type(self))
         d = self.__dict__.copy()
+        if self.move_log is not None:               # the clone's own log from here on
+            d["move_log"] = self.move_log[:]
         d["hands"] = [h[:] for h in self.hands]
         d["stock"] = self.stock[:]
         d["discard"] = self.discard[:]
         d["muamele_cards"] = [m[:] for m in self.muamele_cards]
+        d["limits"] = self.limits[:]                    # tuples of tuples: shared, never mutated
         d["rewards"] = self.rewards[:]
         d["returns"] = self.returns[:]
         d["scores"] = self.scores[:]
@@ -610,19 +807,258 @@ class PisYediliState(State):
         return st
 
     def determinize(self, seat: int, rng: random.Random) -> "PisYediliState":
-        """Re-deal what ``seat`` cannot see: the other hands (sizes kept) and the stock order."""
+        """Re-deal what ``seat`` cannot see: the other hands (sizes kept) and the stock order, among the worlds
+        that the public play leaves possible: every hand keeps its public limits (``limits``, see
+        :meth:`_limit`), and the player to move, if not ``seat``, keeps as many legal actions as a decision
+        needs (one; two under ``skip_single_choice``, which plays any single choice itself; PY-9: a first-round
+        player holds a club to play). The future chance (the next decks, Muamele's reshuffles) is drawn anew.
+
+        One shuffle deals everything; each limited hand that it does not fit is dealt again from the cards not
+        yet settled, uniformly among the hands within its limits (:meth:`_redeal`). In the rare case where that
+        fails (an earlier hand took cards a later one needs) the limited hands are built card by card within
+        their limits (:meth:`_build`), and as a last resort the real deal is mixed by random exchanges that keep
+        every limit (:meth:`_mix`; always possible, since the real deal satisfies them). Nothing loops without
+        a bound."""
         st = self.clone()
-        others = [p for p in range(self.num_players) if p != seat]
-        pool = [c for p in others for c in st.hands[p]] + st.stock
-        shuffle(rng, pool)
-        i = 0
-        for p in others:
-            k = len(st.hands[p])
-            st.hands[p] = pool[i:i + k]
-            i += k
-        st.stock = pool[i:]
         st._legal = None
+        n = self.num_players
+        others = [p for p in range(n) if p != seat]
+        hands = st.hands
+        pool = [c for p in others for c in hands[p]] + st.stock
+        sizes = [len(hands[p]) for p in others]
+        mover = st.current_player
+        need = 0
+        if mover is not None and mover != seat:
+            need = 2 if st._skip_single_choice else 1 if st.phase == FIRST_ROUND else 0
+            if need:
+                need = min(need, len(self.legal_actions()))
+        checked = [i for i, p in enumerate(others) if st.limits[p] or (need and p == mover)]
+        deal = None
+        shuffle(rng, pool)
+        if not checked:
+            deal = pool
+        else:
+            spans, i = [], 0
+            for k in sizes:
+                spans.append((i, i + k))
+                i += k
+            if st._redeal(rng, pool, others, spans, checked, need):
+                deal = pool
+            else:
+                for _ in range(_BUILD_TRIES):
+                    deal = st._build(rng, pool, others, sizes, spans, checked, need)
+                    if deal is not None:
+                        break
+                else:
+                    deal = st._mix(rng, [c for p in others for c in self.hands[p]] + self.stock, others, spans,
+                                   checked, need)
+        i = 0
+        for p, k in zip(others, sizes):
+            hands[p] = deal[i:i + k]
+            i += k
+        st.stock = deal[i:]
+        st._legal = None
+        st._chance_rng = None                           # the future chance is unknown too
+        st._chance_seed = rng.getrandbits(64)
+        if self.settings.episode == "match":
+            st.deck_rng = seeded(rng.getrandbits(64))
+        st.move_log = None                              # it tells each seat its own cards: not in a re-dealt world
         return st
+
+    def _fits(self, p: int, hand: list[int], need: int) -> bool:
+        """Whether ``hand`` keeps p's public limits, and gives p at least ``need`` legal actions if p is to move
+        (on a clone: it sets the hand)."""
+        for m, cap in self.limits[p]:
+            if cap < len(hand):
+                k = 0
+                for c in hand:
+                    if m >> c & 1:
+                        k += 1
+                if k > cap:
+                    return False
+        if need and p == self.current_player:
+            self.hands[p] = hand
+            self._legal = None
+            return len(self._compute_legal()) >= need
+        return True
+
+    def _redeal(self, rng, pool, others, spans, checked, need) -> bool:
+        """Each checked hand of the shuffled ``pool`` in turn is dealt again, if it does not fit, from the cards
+        not yet settled (its own, the unchecked hands', the stock's), uniformly among the hands within its
+        limits (:meth:`_sample_hand`; plain re-deals for a player to move without limits), repeated while the
+        player to move lacks the legal actions it needs. The other hands and the stock stay a uniformly random
+        deal of the rest. (Exactly uniform over the possible worlds with one limited hand; with several, each
+        is uniform given those settled before it.) False if some hand could not be dealt."""
+        settled = set()
+        limits = self.limits
+        for i in checked:
+            a, b = spans[i]
+            p = others[i]
+            if self._fits(p, pool[a:b], need):
+                settled.add(i)
+                continue
+            free = list(range(a, b))
+            for j, (x, y) in enumerate(spans):
+                if j != i and j not in settled:
+                    free.extend(range(x, y))
+            free.extend(range(spans[-1][1], len(pool)))
+            lim = limits[p]
+            top = len(free)
+            randbelow = rng.randrange
+            for _ in range(_REDEAL_TRIES):
+                if lim:
+                    if not self._sample_hand(rng, pool, free, b - a, lim):
+                        return False
+                else:
+                    for k in range(b - a):          # a uniformly random hand from the free cards
+                        x, y = free[k], free[randbelow(k, top)]
+                        pool[x], pool[y] = pool[y], pool[x]
+                if self._fits(p, pool[a:b], need):
+                    break
+            else:
+                return False
+            settled.add(i)
+        return True
+
+    @staticmethod
+    def _sample_hand(rng, pool, free, h, limits) -> bool:
+        """Deal the positions ``free[:h]`` of ``pool`` again, uniformly among the hands within ``limits`` that
+        the cards at the positions ``free`` allow, by exchanges with the other positions of ``free`` (so the
+        rest stays in a random order). The masks of ``limits`` are nested (each older one contains the newer
+        ones), so a card's level is the number of masks holding it and a hand fits iff it has at most cap_j
+        cards of level j or more for each entry j: the counts per level are drawn in proportion to their
+        number of hands (a product of binomials), then the cards of each level. False if no hand fits."""
+        masks = tuple([m for m, _ in limits])
+        caps = [min(cap, h) for _, cap in limits]
+        depth = len(masks)
+        level = _LEVELS.get(masks)
+        if level is None:
+            if len(_LEVELS) >= 4096:
+                _LEVELS.clear()
+            level = _LEVELS[masks] = [sum(m >> c & 1 for m in masks) for c in range(NUM_CARDS)]
+        groups = [[] for _ in range(depth + 1)]
+        for x in free:
+            groups[level[pool[x]]].append(x)
+        sizes = [len(g) for g in groups]
+        # ways[j][s]: hands of s cards from the levels j and deeper (j >= 1) keeping the caps of those levels
+        ways = [None] * (depth + 2)
+        ways[depth + 1] = [1]
+        deeper = 0                                  # cards of the levels j and deeper
+        for j in range(depth, 0, -1):
+            below = ways[j + 1]
+            deeper += sizes[j]
+            top = min(caps[j - 1], deeper)
+            row = [comb(sizes[j], k) for k in range(top + 1)]
+            ways[j] = [sum(row[k] * below[s - k] for k in range(max(0, s - len(below) + 1), s + 1))
+                       for s in range(top + 1)]
+
+        def pick(weights):
+            r = rng.randrange(sum(weights))
+            for k, w in enumerate(weights):
+                if r < w:
+                    return k
+                r -= w
+
+        first = ways[1]
+        weights = [comb(sizes[0], h - s) * first[s] for s in range(len(first))]
+        if not any(weights):
+            return False
+        s = pick(weights)
+        chosen = rng.sample(groups[0], h - s)
+        for j in range(1, depth + 1):
+            below = ways[j + 1]
+            k = pick([comb(sizes[j], k) * below[s - k] if s - k < len(below) else 0 for k in range(s + 1)])
+            chosen += rng.sample(groups[j], k)
+            s -= k
+        inside = set(free[:h])
+        picked = set(chosen)
+        incoming = [x for x in chosen if x not in inside]
+        leaving = [x for x in free[:h] if x not in picked]
+        for x, y in zip(incoming, leaving):
+            pool[x], pool[y] = pool[y], pool[x]
+        return True
+
+    def _build(self, rng, pool, others, sizes, spans, checked, need):
+        """A deal built hand by hand: each checked hand takes, in a random order, the cards that keep it within
+        its limits (the player to move first takes cards until it has ``need`` legal actions). None if some
+        hand could not be filled."""
+        rest = pool[:]
+        shuffle(rng, rest)
+        got = {}
+        order = sorted(checked, key=lambda i: others[i] != self.current_player)
+        for i in order:
+            p, h = others[i], sizes[i]
+            lim = self.limits[p]
+            masks = [m for m, _ in lim]
+            caps = [cap for _, cap in lim]
+            chosen, skipped = [], []
+            witness = need and p == self.current_player
+            for c in rest:
+                if len(chosen) == h or not all(caps[j] or not m >> c & 1 for j, m in enumerate(masks)):
+                    skipped.append(c)
+                    continue
+                if witness:                             # only cards that add legal plays, until enough
+                    self.hands[p] = chosen
+                    self._legal = None
+                    base = sum(1 for a in self._compute_legal() if a < DRAW)
+                    self.hands[p] = chosen + [c]
+                    self._legal = None
+                    legal = self._compute_legal()
+                    if sum(1 for a in legal if a < DRAW) <= base:
+                        skipped.append(c)
+                        continue
+                    if len(legal) >= need:
+                        witness = False
+                chosen.append(c)
+                for j, m in enumerate(masks):
+                    if m >> c & 1:
+                        caps[j] -= 1
+            if witness or len(chosen) < h:
+                # fill from the skipped cards (witnesses taken, or not enough cards after them)
+                rest2 = []
+                for c in skipped:
+                    if len(chosen) < h and all(caps[j] or not m >> c & 1 for j, m in enumerate(masks)):
+                        chosen.append(c)
+                        for j, m in enumerate(masks):
+                            if m >> c & 1:
+                                caps[j] -= 1
+                    else:
+                        rest2.append(c)
+                skipped = rest2
+            if len(chosen) < h or not self._fits(p, chosen, need):
+                return None
+            got[i] = chosen
+            rest = skipped
+        deal = []
+        k = 0
+        for i in range(len(others)):
+            if i in got:
+                deal += got[i]
+            else:
+                deal += rest[k:k + sizes[i]]
+                k += sizes[i]
+        return deal + rest[k:]
+
+    def _mix(self, rng, deal, others, spans, checked, need):
+        """The last resort: the real deal, mixed by random exchanges of two cards that keep every checked hand
+        possible (a Metropolis walk on the possible worlds, started from one of them)."""
+        owner = [len(others)] * len(deal)
+        for i, (a, b) in enumerate(spans):
+            for k in range(a, b):
+                owner[k] = i
+        check = set(checked)
+        size = len(deal)
+        for _ in range(_MIX_STEPS * size):
+            x, y = rng.randrange(size), rng.randrange(size)
+            ox, oy = owner[x], owner[y]
+            if ox == oy or deal[x] == deal[y]:
+                continue
+            deal[x], deal[y] = deal[y], deal[x]
+            for o in (ox, oy):
+                if o in check and not self._fits(others[o], deal[spans[o][0]:spans[o][1]], need):
+                    deal[x], deal[y] = deal[y], deal[x]
+                    break
+        return deal
 
     def _state_dict(self) -> dict:
         top = self.discard[-1] if self.discard else None
@@ -644,9 +1080,10 @@ class PisYediliState(State):
     def render(self, seat: int | None = None) -> str:
         g = self.game
         n = self.num_players
+        over = self.is_terminal
         top = self.discard[-1] if self.discard else None
         head = (f"Pis Yedili, {n} players ({g.packs} pack{'s' if g.packs > 1 else ''})"
-                f" | deal {self.deals_completed + 1} | dealer: player {self.dealer}"
+                f" | deal {self.deals_completed + (0 if over else 1)} | dealer: player {self.dealer}"
                 f" | direction: {'+1' if self.direction > 0 else '-1'} | stock: {len(self.stock)}")
         lines = [head]
         if top is None:
@@ -654,23 +1091,36 @@ class PisYediliState(State):
         else:
             named = f", named suit {SUIT_NAMES[self.ctx // 13]}" if IS_JACK[top] else ""
             lines.append(f"discard: {len(self.discard)} card(s), top {card_str(top)}{named}")
-        phase = PHASE_NAMES[self.phase]
-        if self.follow:
-            phase += f" (after {'an ace' if self.follow == FOLLOW_ACE else 'a twin'})"
-        extra = f" | pending penalty {self.pending}" if self.pending else ""
-        extra += " | has drawn" if self.drawn else ""
-        lines.append(f"phase: {phase}{extra}")
+        if not over:
+            lines.append(f"now: {self._phase_words()}")
         for p in range(n):
+            me = " (you)" if p == seat else ""
             if seat is None or p == seat:
-                hand = " ".join(cards_str(sorted(self.hands[p])))
+                hand = " ".join(cards_str(sorted(self.hands[p]))) or "(no cards)"
             else:
                 hand = f"{len(self.hands[p])} card(s)"
-            lines.append(f"player {p} (penalty {self.scores[p]}): {hand}")
-        if self.is_terminal:
-            lines.append(f"match over; winners: {self.winners}")
+            lines.append(f"player {p}{me}, penalty {self.scores[p]}: {hand}")
+        if over:
+            lines.append(("match stopped at the cap" if self.truncated else "match over") + "; winners: "
+                         + ", ".join(f"player {w}" for w in self.winners))
         else:
-            lines.append(f"to move: player {self.current_player}")
+            lines.append(f"to move: player {self.current_player}" + (" (you)" if self.current_player == seat else ""))
         return "\n".join(lines)
+
+    def _phase_words(self) -> str:
+        """The phase as a player reads it (what the player to move may do)."""
+        phase = self.phase
+        if phase == FIRST_ROUND:
+            return "first round: open with a club of rank 2-6, 8, 9, Q or K"
+        if phase == FACING_SEVEN:
+            return f"facing a 7: answer with a 7, or take the {self.pending} penalty cards"
+        if phase == POST_DRAW:
+            return "after drawing: play a card, or pass"
+        if phase == FOLLOW_UP:
+            return f"play again after {'an ace' if self.follow == FOLLOW_ACE else 'a twin'} (draw only without a card to play)"
+        if phase == NORMAL:
+            return "play a card, or draw one"
+        return "the deal is over"
 
 
 PisYediliGame.state_class = PisYediliState

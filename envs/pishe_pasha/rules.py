@@ -55,6 +55,9 @@ Decisions beyond RULES.md (ours)
       so ``new_state`` plays the whole match and returns a finished state. That is allowed for the engine
       (e.g. to simulate the variant); as an AEC environment use ``skip_single_choice=False``, where each forced
       step is offered as the single legal action (PettingZoo requires a live game after ``reset``).
+    * Hidden information (``determinize``): nobody sees an unturned stock, its owner included, and every
+      decision depends on face-up cards only, so no play shows anything about the unturned cards: any
+      re-deal of them between the two original stocks (sizes kept) is possible.
     * ``rank_wrap`` is implemented as specified, but it never changes play: an ace always fits its (empty)
       suit pile, so a turned ace goes there (PP-4) and no ace ever lies on a discard pile; hence neither
       "A onto K" nor "K onto A" can arise. A test plays identical deals with and without it.
@@ -66,9 +69,11 @@ Actions (§4h): ``Discrete(4)``. In MAIN 0 and 1 can be legal, in PENDING 2 and 
     ====  =======  ==============================================  ==============================
     0     TURN     turn the top stock card (recycle first if       ``"turn"``
                    the stock is empty)
-    1     GIVE     move my discard top onto the opponent's pile    ``"give 7H onto 8C"`` (``"give"``,
-                                                                   ``"give 7H"``)
-    2     PLACE    put the pending card on the opponent's pile     ``"place 9D"`` (``"place"``)
+    1     GIVE     move my discard top onto the opponent's pile    ``"give 7H onto player 1's 8C"``
+                                                                   (``"give"``, ``"give 7H"``,
+                                                                   ``"give 7H onto 8C"``)
+    2     PLACE    put the pending card on the opponent's pile     ``"place 9D onto player 1's 8C"``
+                                                                   (``"place"``, ``"place 9D"``)
     3     KEEP     put the pending card on my discard pile         ``"keep 9D"`` (``"keep"``)
     ====  =======  ==============================================  ==============================
 
@@ -111,8 +116,8 @@ import numpy as np
 
 from ..core.cards import NUM_CARDS, SUITS, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
-from ..core.engine import Game, State
-from ..core.rng import copy_rng, shuffle
+from ..core.engine import Game, Move, State
+from ..core.rng import copy_rng, seeded, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
 # actions (§4h)
@@ -163,9 +168,9 @@ class PishePashaGame(Game):
         ActionRange(TURN, TURN, "TURN: turn the top stock card (the discard pile is turned over first when the "
                     "stock is empty)", ("MAIN",), text="`\"turn\"`"),
         ActionRange(GIVE, GIVE, "GIVE: move my discard top onto the opponent's discard pile", ("MAIN",),
-                    text="`\"give 7H onto 8C\"` (`\"give\"`, `\"give 7H\"`)"),
+                    text="`\"give 7H onto player 1's 8C\"` (`\"give\"`, `\"give 7H\"`, `\"give 7H onto 8C\"`)"),
         ActionRange(PLACE, PLACE, "PLACE: put the pending card on the opponent's discard pile", ("PENDING",),
-                    text="`\"place 9D\"` (`\"place\"`)"),
+                    text="`\"place 9D onto player 1's 8C\"` (`\"place\"`, `\"place 9D\"`)"),
         ActionRange(KEEP, KEEP, "KEEP: put the pending card on my discard pile (the turn ends)", ("PENDING",),
                     text="`\"keep 9D\"` (`\"keep\"`)"),
     ]
@@ -195,6 +200,19 @@ class PishePashaGame(Game):
                     "(or episode) ending on a drawn deal has no winner (outcome reward 0) and is reported as "
                     "truncated.")
     version_history = [(0, "first release")]
+
+    def house_settings(self) -> list[str]:
+        """The settings in force, in words, for the player guide (envs/core/guide.py)."""
+        s = self.settings
+        out = ["2 players", "the match is one deal" if s.match_target == "one_deal"
+               else f"the first to {s.match_target} points wins the match"]
+        if s.give_compulsory:
+            out.append("give and place are compulsory whenever they are possible")
+        else:
+            out.append("give and place are optional")
+        out.append("a king and an ace are one rank apart" if s.rank_wrap else "a king and an ace are not neighbours")
+        out += [f"a deal of {s.max_turns} turns without a winner is drawn, worth 0", f"at most {s.max_deals} deals"]
+        return out
 
     def _configure(self) -> None:
         s = self.settings
@@ -228,6 +246,9 @@ class PishePashaState(State):
         self.current_player = first
         self._deal_winner: int | None = None
         # CLOSURE(first) has nothing to do: both discard piles are empty
+        if self.move_log is not None:
+            self._log_event(f"deal {self.deals_completed + 1}: player {self.dealer} deals 26 cards face down to "
+                            f"each player's stock; player {first} starts")
 
     # ----- legal actions (§4c) ----------------------------------------------------------------------
     def _can_give(self, p: int) -> bool:
@@ -300,6 +321,8 @@ class PishePashaState(State):
 
     def _closure(self, p: int) -> bool:
         """CLOSURE(p): move p's discard top to its suit pile while it fits (PP-2); True if p went out."""
+        if self.move_log is not None:
+            return self._logged_closure(p)
         pile, levels = self.discards[p], self.levels
         while pile:
             c = pile[-1]
@@ -308,6 +331,18 @@ class PishePashaState(State):
             pile.pop()
             levels[SUIT[c]] += 1
         return self._won(p)
+
+    def _logged_closure(self, p: int) -> bool:
+        """CLOSURE with the move log on: the same moves, then one table event naming the cards that went up."""
+        pile, levels = self.discards[p], self.levels
+        moved = []
+        while pile and levels[SUIT[pile[-1]]] == RANK[pile[-1]]:
+            c = pile.pop()
+            levels[SUIT[c]] += 1
+            moved.append(c)
+        if moved:
+            self._log_event(f"player {p}'s discard top goes up to the suit piles: {' '.join(cards_str(moved))}")
+        return self._won(p) if not pile else False
 
     def _won(self, p: int) -> bool:
         """Check for a win (PP-6, PP-7): no stock, no discard pile, no pending card -> p wins the deal now."""
@@ -407,17 +442,65 @@ class PishePashaState(State):
         obs[OBS_SCORES + 1] = min(self.scores[other] / target, 1.0)
         return obs
 
+    _SUIT_WORDS = ("clubs", "diamonds", "hearts", "spades")
+
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """TURN says which card came up and where it went (a suit pile, the pending choice, one's own discard
+        pile, which ends the turn); KEEP says that the turn ends."""
+        if action == TURN:
+            o = 1 - seat
+            stock = self.stocks[seat]
+            first = "" if stock else "turn the discard pile over into the stock, then "
+            x = stock[-1] if stock else self.discards[seat][0]
+            theirs = self.discards[o]
+            if self.levels[SUIT[x]] == RANK[x]:
+                where = f": onto the {self._SUIT_WORDS[SUIT[x]]} suit pile"
+            elif theirs and self.game.adj[x][theirs[-1]]:
+                where = f", which fits only player {o}'s {card_str(theirs[-1])}: place it there or keep it"
+            else:
+                where = ": onto own discard pile; the turn ends"
+            text = f"{first}turn {card_str(x)}{where}"
+        elif action == KEEP:
+            text = f"keep {card_str(self.pending)} on own discard pile; the turn ends"
+        else:                                        # GIVE, PLACE: onto the opponent's discard top
+            text = self.describe_action(action)
+        return Move(seat, action, text, forced, self.deals_completed)
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """Who emptied their piles (or a drawn deal), the points: the cards the loser has left."""
+        b = report["breakdown"]
+        w = b["winner"]
+        n = self.deals_completed
+        target = self.settings.match_target
+        goal = "one deal" if target == "one_deal" else f"first to {target}"
+        if w is None:
+            lines = [f"deal {n} is drawn: {b['turns']} turns without a winner, 0 points to both"]
+        else:
+            lo = 1 - w
+            lines = [f"deal {n} over after {b['turns']} turns: player {w} emptied stock and discard pile",
+                     f"  player {w}: {report['deal_points'][w]} points (player {lo} has {b['stock'][lo]} cards "
+                     f"left in stock and {b['discard'][lo]} in the discard pile)"]
+        lines.append(f"  match totals: player 0 {report['scores'][0]}, player 1 {report['scores'][1]} ({goal})")
+        return lines
+
     def describe_action(self, action: int) -> str:
+        """``"turn"``; ``"give 7H onto player 1's 8C"`` and ``"place 9D onto player 1's 8C"`` name the pile they
+        go to; ``"keep 9D"``."""
         p = self.current_player
         if action == TURN:
             return "turn"
         if action == GIVE:
             if p is None or not self.discards[p] or not self.discards[1 - p]:
                 return "give"
-            return f"give {card_str(self.discards[p][-1])} onto {card_str(self.discards[1 - p][-1])}"
-        if action in (PLACE, KEEP):
-            word = "place" if action == PLACE else "keep"
-            return f"{word} {card_str(self.pending)}" if self.pending != NO_CARD else word
+            return f"give {card_str(self.discards[p][-1])} onto player {1 - p}'s {card_str(self.discards[1 - p][-1])}"
+        if action == PLACE:
+            if self.pending == NO_CARD:
+                return "place"
+            if p is None or not self.discards[1 - p]:
+                return f"place {card_str(self.pending)}"
+            return f"place {card_str(self.pending)} onto player {1 - p}'s {card_str(self.discards[1 - p][-1])}"
+        if action == KEEP:
+            return f"keep {card_str(self.pending)}" if self.pending != NO_CARD else "keep"
         raise ValueError(f"action {action} is outside 0..{NUM_ACTIONS - 1} (0 turn, 1 give, 2 place, 3 keep)")
 
     def _action_aliases(self, action: int):
@@ -426,13 +509,27 @@ class PishePashaState(State):
             return ("turn", "draw")
         if action == GIVE:
             if p is not None and self.discards[p]:
-                return ("give", f"give {card_str(self.discards[p][-1])}")
+                mine = card_str(self.discards[p][-1])
+                out = ["give", f"give {mine}"]
+                if self.discards[1 - p]:
+                    out.append(f"give {mine} onto {card_str(self.discards[1 - p][-1])}")
+                return out
             return ("give",)
-        return ("place",) if action == PLACE else ("keep",)
+        if action == PLACE:
+            if self.pending == NO_CARD:
+                return ("place",)
+            out = ["place", f"place {card_str(self.pending)}"]
+            if p is not None and self.discards[1 - p]:
+                out.append(f"place {card_str(self.pending)} onto {card_str(self.discards[1 - p][-1])}")
+            return out
+        return ("keep",)
 
     def determinize(self, seat: int, rng: random.Random) -> "PishePashaState":
         """Re-deal what ``seat`` cannot see: the unturned cards of the original stocks (both players' — nobody
-        sees a stock, its owner included), keeping each stock's size. Known (recycled) stocks stay."""
+        sees a stock, its owner included), keeping each stock's size. Known (recycled) stocks stay. No choice
+        tells anything about the unturned cards (every decision depends on face-up cards only), so every
+        re-deal of them is possible. When another deal can follow, its deck is drawn anew (the clone shares
+        the generators otherwise, and they are never drawn from again)."""
         st = self.clone()
         hidden = [p for p in (0, 1) if not st.stock_known[p]]
         pool = [c for p in hidden for c in st.stocks[p]]
@@ -442,11 +539,16 @@ class PishePashaState(State):
             n = len(st.stocks[p])
             st.stocks[p] = pool[k:k + n]
             k += n
+        if self.settings.episode == "match" and self.settings.match_target != "one_deal":
+            st.deck_rng = seeded(rng.getrandbits(64))   # a new generator: never reseed a shared one
+        st.move_log = None                          # the real history's texts: not in a re-dealt world
         return st
 
     def clone(self) -> "PishePashaState":
         st = object.__new__(type(self))
         d = self.__dict__.copy()
+        if self.move_log is not None:               # the clone's own log from here on
+            d["move_log"] = self.move_log[:]
         # chance_rng is only drawn from at the match start (a random first dealer), and deck_rng only when a
         # new deal starts: the clone gets its own copy of deck_rng when another deal can still follow, and
         # otherwise shares these two generators, which will never be drawn from again (copying them costs
@@ -479,9 +581,11 @@ class PishePashaState(State):
 
     def render(self, seat: int | None = None) -> str:
         s = self.settings
+        over = self.is_terminal
         target = "one deal" if s.match_target == "one_deal" else f"first to {s.match_target}"
-        lines = [f"Pishe Pasha ({target}) | deal {self.deals_completed + 1}, turn {self.turn_number + 1} | "
-                 f"dealer: player {self.dealer} | scores: {self.scores[0]}-{self.scores[1]}"]
+        lines = [f"Pishe Pasha ({target}) | deal {self.deals_completed + (0 if over else 1)}, turn "
+                 f"{self.turn_number + (0 if over else 1)} | dealer: player {self.dealer} | "
+                 f"scores: {self.scores[0]}-{self.scores[1]}"]
         piles = []
         for su, pile in enumerate(self.suit_piles()):
             piles.append(f"{SUITS[su]}: {card_str(pile[-1]) if pile else '--'}")
@@ -496,13 +600,18 @@ class PishePashaState(State):
             d_text = (f"{len(disc)}: {' '.join(cards_str(disc))} (top {card_str(disc[-1])})" if disc else "0")
             me = " (you)" if seat == p else ""
             lines.append(f"player {p}{me}  stock {st_text} | discard {d_text}")
-        if self.is_terminal:
-            lines.append(("match truncated" if self.truncated else "match over") + f"; winners: {self.winners}")
+        if over:
+            lines.append(("match stopped" if self.truncated else "match over") + "; winners: "
+                         + ", ".join(f"player {w}" for w in self.winners))
         else:
             p = self.current_player
-            text = f"to move: player {p}, {PHASE_NAMES[self.phase]}"
+            me = " (you)" if seat == p else ""
             if self.pending != NO_CARD:
-                text += f", turned {card_str(self.pending)} (fits only player {1 - p}'s pile)"
+                text = (f"to move: player {p}{me}, who turned {card_str(self.pending)}: it fits only player "
+                        f"{1 - p}'s pile, so place it there or keep it")
+            else:
+                text = f"to move: player {p}{me}: turn the next card" + (
+                    ", or give the discard top to the opponent" if self._can_give(p) else "")
             text += " | legal: " + ", ".join(self.describe_action(a) for a in self.legal_actions())
             lines.append(text)
         return "\n".join(lines)

@@ -20,6 +20,10 @@ Turn (§1b): the player plays any card from hand (§1c). There is no obligation 
     DEAL_END (forced): the rest of the pile goes to the last capturer, with no pişti (PI-10: there always
     is one). The three face-down opening cards are never shown before DEAL_END (PI-11).
 
+Hidden information (``determinize``): a buried jack was seen, so it is in a hand or the stock, never among
+    the face-down cards; since the pile is dealt first (PI-7), any hand may hold it. No play shows anything
+    about a hand: any card may be played and nobody must capture (§1c).
+
 Scoring (§1d): each J and A 1, ``2C`` ``two_clubs_value``, ``TD`` ``ten_diamonds_value``, the majority bonus to
     the side with the unique most cards (PI-8), piştis by the ``jack_double`` table of §1d (PI-2, PI-3).
     The match ends after a deal in which a side reaches ``target_score``: the highest total wins; a tie at
@@ -59,8 +63,8 @@ import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
-from ..core.engine import Game, State
-from ..core.rng import shuffle
+from ..core.engine import Game, Move, State
+from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
 PLAYS_PER_DEAL = 48
@@ -132,6 +136,24 @@ class PishtiGame(Game):
                     "deal in which a side reaches `target_score`; `max_deals` truncates it.")
     version_history = [(0, "first release")]
 
+    def house_settings(self) -> list[str]:
+        """The settings in force, in words, for the player guide (envs/core/guide.py)."""
+        s = self.settings
+        table = ("2 players" if s.players == 2 else "4 players in two partnerships, players 0 and 2 against 1 and 3"
+                 if self.partnerships else "4 players, each for themselves")
+        jack = {"never": f"a jack pişti is worth {s.pisti_value} like any other",
+                "jack_on_jack": f"a jack taking a lone jack: {s.jack_pisti_value}",
+                "any_jack": f"any pişti made with a jack: {s.jack_pisti_value}"}[s.jack_double]
+        out = [table, f"the first side to {s.target_score} points after a deal wins", f"a pişti: {s.pisti_value}",
+               jack, "a jack taking a lone card of another rank " + ("is a pişti" if s.jack_on_lone_card_is_pisti
+                                                                     else "takes it, but is no pişti")]
+        if s.jack_on_empty_counts:
+            out.append("a jack played on an empty pile takes itself and is a pişti")
+        out += [f"the most cards: {s.majority_bonus}", f"2♣ {s.two_clubs_value}, 10♦ {s.ten_diamonds_value}",
+                "a tie at the top " + ("plays another deal" if s.tie_rule == "extra_deal" else "shares the win"),
+                f"at most {s.max_deals} deals"]
+        return out
+
     def _configure(self) -> None:
         s = self.settings
         if s.players == 2 and s.partnerships:
@@ -175,13 +197,22 @@ class PishtiState(State):
         self.seen = bytearray(NUM_CARDS)           # 1 if face up at some moment of this deal
         pile, rest = deck[:4], deck[4:]
         self.buried_jacks: list[int] = []
+        logging = self.move_log is not None
+        if logging:
+            self._log_event(f"deal {self.deals_completed + 1}: player {self.dealer} deals; 3 cards face down on "
+                            f"the pile, then one face up")
         while pile[3] % 13 == JACK:                # PI-6: bury a face-up jack below the top of the rest
             jack = pile[3]
             self.seen[jack] = 1
             self.buried_jacks.append(jack)
             rest.insert(self.chance_rng.randint(1, len(rest)), jack)
             pile[3] = rest.pop(0)
+            if logging:
+                self._log_event(f"{card_str(jack)} turned up: a jack is buried in the stock, and "
+                                f"{card_str(pile[3])} is turned up in its place")
         self.seen[pile[3]] = 1
+        if logging and not self.buried_jacks:
+            self._log_event(f"{card_str(pile[3])} turned up on the pile")
         self.pile = pile
         self.pile_face_down = 3
         self.stock = rest[::-1]                    # top of the stock at the end, so pop() draws it
@@ -206,6 +237,11 @@ class PishtiState(State):
             hand.sort()                                # hands stay sorted: legal_actions is a copy
             del stock[-PACKET:]
         self.hand_number += 1
+        if self.move_log is not None:
+            text = (f"hand {self.hand_number} of {self.game.hands_per_deal}: 4 cards to each player, "
+                    f"{len(stock)} left in the stock")
+            self._log_event(text, {p: f"{text}; your cards: {' '.join(cards_str(h))}"
+                                   for p, h in enumerate(self.hands)})
 
     # ----- legal actions and play (§1b, §1c) --------------------------------------------------------
     def legal_actions(self) -> list[int]:
@@ -276,6 +312,10 @@ class PishtiState(State):
     # ----- deal end and scoring (§1d) ---------------------------------------------------------------
     def _deal_end(self) -> None:
         assert self.last_capturer is not None, "PI-10: every deal has a capture"
+        if self.pile and self.move_log is not None:
+            n = len(self.pile)
+            self._log_event(f"the {n} card{'s' if n > 1 else ''} left on the pile go{'es' if n == 1 else ''} to "
+                            f"{self.side_name(self.last_capturer)}, the last to capture")
         if self.pile:
             self._capture(self.last_capturer, self.pile)
         g, s = self.game, self.settings
@@ -343,6 +383,49 @@ class PishtiState(State):
         obs[ones] = 1.0
         return obs
 
+    def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
+        """A capture says how many cards it took (and the pişti's points); a trail says where the card went."""
+        card = card_str(action)
+        pile = self.pile
+        rank = action % 13
+        if pile and (rank == JACK or rank == pile[-1] % 13):
+            n = len(pile)
+            text = f"{card} takes {n} card{'s' if n > 1 else ''}"
+            if n == 1 and self.play_number + 1 != PLAYS_PER_DEAL:
+                points = self._pisti_value(action, pile[0])
+                if points:
+                    text += f": pişti, {points} points"
+        elif not pile and rank == JACK and self.settings.jack_on_empty_counts:
+            last = self.play_number + 1 == PLAYS_PER_DEAL
+            text = f"{card} takes itself" + ("" if last else f": pişti, {self._pisti_value(action, None)} points")
+        else:
+            text = f"{card} onto the pile" if pile else f"{card} onto the empty pile"
+        return Move(seat, action, text, forced, self.deals_completed)
+
+    def describe_deal(self, report: dict) -> list[str]:
+        """Per side: its deal points, item by item (cards and the majority bonus, jacks, aces, 2♣, 10♦,
+        piştis), and its match total."""
+        g = self.game
+        b = report["breakdown"]
+        first = {g.sides[p]: p for p in reversed(range(g.num_players))}
+        lines = [f"deal {self.deals_completed} over"]
+        for side in range(g.num_sides):
+            p = first[side]
+            parts = [f"{b['cards'][p]} cards" + (f", most cards {b['majority'][p]}" if b["majority"][p] else "")]
+            for key, label in (("jacks", "jacks"), ("aces", "aces")):
+                if b[key][p]:
+                    parts.append(f"{label} {b[key][p]}")
+            if b["two_clubs"][p]:
+                parts.append(f"2♣ {b['two_clubs'][p]}")
+            if b["ten_diamonds"][p]:
+                parts.append(f"10♦ {b['ten_diamonds'][p]}")
+            if b["pistis"][p]:
+                k = b["pistis"][p]
+                parts.append(f"{k} pişti{'s' if k > 1 else ''} {b['pisti_points'][p]}")
+            lines.append(f"  {self.side_name(side)}: {report['deal_points'][p]} points ({', '.join(parts)}); "
+                         f"match total {report['scores'][p]} (target {self.settings.target_score})")
+        return lines
+
     def describe_action(self, action: int) -> str:
         card = card_str(action)
         pile = self.pile
@@ -363,7 +446,9 @@ class PishtiState(State):
     def determinize(self, seat: int, rng: random.Random) -> "PishtiState":
         """Re-deal what ``seat`` cannot see: other hands, the stock order, face-down pile cards and the
         face-down cards inside captured piles. Seen cards (a buried jack) go back only where they could be:
-        a hand or the stock."""
+        a hand or the stock (the pile is dealt first and the jack buried before any hand is dealt, PI-6, PI-7,
+        so any hand or place in the stock may hold it). No play tells anything about a hand: any card may be
+        played and nobody must capture (§1c). The future chance (the next decks and burials) is drawn anew."""
         st = self.clone()
         g = self.game
         others = [p for p in range(g.num_players) if p != seat]
@@ -386,6 +471,11 @@ class PishtiState(State):
             if hidden:
                 st.captured[side] = [c for c in st.captured[side] if st.seen[c]] + dark[:len(hidden)]
                 dark = dark[len(hidden):]
+        st._chance_rng = None                      # the future chance (next decks, burials) is drawn anew
+        st._chance_seed = rng.getrandbits(64)
+        if self.settings.episode == "match":
+            st.deck_rng = seeded(rng.getrandbits(64))
+        st.move_log = None                         # it tells each seat its own cards: not in a re-dealt world
         return st
 
     def _state_dict(self) -> dict:
@@ -405,26 +495,31 @@ class PishtiState(State):
 
     def render(self, seat: int | None = None) -> str:
         g = self.game
+        over = self.is_terminal
         lines = [f"Pişti, {g.num_players} players" + (" in partnerships" if g.partnerships else "")
-                 + f" | deal {self.deals_completed + 1}, hand {self.hand_number}/{g.hands_per_deal}, "
-                 f"play {self.play_number}/48 | dealer: player {self.dealer} | stock: {len(self.stock)}"]
+                 + f" | deal {self.deals_completed + (0 if over else 1)}, hand {self.hand_number} of "
+                 f"{g.hands_per_deal}, {self.play_number} of 48 cards played | dealer: player {self.dealer} | "
+                 f"stock: {len(self.stock)}"]
         up = self.pile[self.pile_face_down:]
         lines.append(f"pile: {len(self.pile)} card(s)"
                      + (f", {self.pile_face_down} face down" if self.pile_face_down else "")
                      + (f"; face up: {' '.join(cards_str(up))} (top {card_str(up[-1])})" if up else ""))
         for side in range(g.num_sides):
-            who = ", ".join(f"player {p}" for p in range(g.num_players) if g.sides[p] == side)
+            who = ", ".join(f"player {p}" + (" = you" if p == seat else "")
+                            for p in range(g.num_players) if g.sides[p] == side)
             lines.append(f"side {side} ({who}): score {self.scores[side]}, captured {len(self.captured[side])}, "
                          f"piştis {self.pistis[side]} ({self.pisti_points[side]} pts)")
         for p in range(g.num_players):
+            me = " (you)" if p == seat else ""
             if seat is None or p == seat:
-                lines.append(f"player {p} hand: {' '.join(cards_str(sorted(self.hands[p])))}")
+                lines.append(f"player {p}{me} hand: {' '.join(cards_str(sorted(self.hands[p]))) or '(empty)'}")
             else:
                 lines.append(f"player {p} hand: {len(self.hands[p])} card(s)")
-        if self.is_terminal:
-            lines.append(f"match over; winners: {self.winners}")
+        if over:
+            lines.append(("match stopped at the cap" if self.truncated else "match over") + "; winners: "
+                         + ", ".join(f"player {w}" for w in self.winners))
         else:
-            lines.append(f"to move: player {self.current_player}")
+            lines.append(f"to move: player {self.current_player}" + (" (you)" if self.current_player == seat else ""))
         return "\n".join(lines)
 
 

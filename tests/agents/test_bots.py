@@ -141,14 +141,14 @@ def test_play_a_full_match_through_stdin():
               stdin="0\n" * 3000)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "your moves: [0]" in out and "player 1: " in out and "-- deal over" in out
-    assert "== match over" in out and "player 0 hand:" in out
+    assert "your moves: [0]" in out and "player 1: " in out and "deal 1 over" in out
+    assert "match over after" in out and "player 0 (you) hand:" in out
 
 
 def test_play_reprompts_on_bad_input_shows_rules_and_quits():
     r = kahve("play", "pishti", "--settings", "players=2", "--seed", "2", stdin="?\nfoo\n77\nplay KS KS\nq\n")
     out = r.stdout
-    assert "Pişti is a Turkish fishing game" in out                  # '?': the rules summary
+    assert "PIŞTI: HOW TO PLAY" in out and "== Scoring ==" in out  # '?': the player guide
     assert "not understood: 'foo' is not a legal action here; legal:" in out
     assert "no move [77]" in out and "you left the match" in out and r.returncode == 1
 
@@ -171,10 +171,11 @@ def test_play_rejects_a_bot_for_another_game(pishti_bot):
 
 
 def test_play_hides_moves_the_other_seats_cannot_see():
-    # Ish calls are secret until RESOLVE (IS-1): the terminal shows that a bot decided, not what
+    # Ish calls are secret until RESOLVE (IS-1): the terminal shows that a bot decided, not what (the round's
+    # summary tells every call once it is resolved)
     r = kahve("play", "ish", "--settings", "players=3", "max_rounds=2", "--seat", "2", "--seed", "1", "--bot",
               "heuristic", stdin="0\n" * 50)
     assert r.returncode == 0, r.stderr
     bot_lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("player 0:", "player 1:"))]
-    assert any("(decided, hidden until later)" in ln for ln in bot_lines)
-    assert not any("call" in ln or "silent" in ln for ln in bot_lines)
+    assert any("calls or stays silent (shown when the round is resolved)" in ln for ln in bot_lines)
+    assert not any("Paoy" in ln or "Kath" in ln or "stay silent" in ln for ln in bot_lines)

@@ -74,14 +74,16 @@ def test_e1_run_of_gives_and_pending_choices():
     assert st.current_player == D and t["phase"] == "PENDING" and t["pending"] == "8H"
     assert t["discards"] == [["4S", "2S"], ["9C", "8D", "7S"]]
     assert st.legal_actions() == [PLACE, KEEP]
-    assert st.describe_action(PLACE) == "place 8H" and st.describe_action(KEEP) == "keep 8H"
+    assert st.describe_action(PLACE) == f"place 8H onto player {N}'s 7S" and st.describe_action(KEEP) == "keep 8H"
+    assert st.parse_action("place 8H") == PLACE and st.parse_action("place 8H onto 7S") == PLACE
     st.apply(st.parse_action("keep"))                    # KEEP ends the turn
     assert st.current_player == N and st.legal_actions() == [TURN, GIVE]
     # E1: their top is 8, my pile from the top is 7, 8, 9: three separate GIVEs
     for mine, theirs in (("7S", "8H"), ("8D", "7S"), ("9C", "8D")):
         assert st.current_player == N and st.legal_actions() == [TURN, GIVE]
         text = st.describe_action(GIVE)
-        assert text == f"give {mine} onto {theirs}"
+        assert text == f"give {mine} onto player {D}'s {theirs}"
+        assert st.parse_action(f"give {mine} onto {theirs}") == GIVE      # the short form still reads
         st.apply(st.parse_action(text))
     t = d(st)
     assert t["discards"] == [["4S", "2S", "8H", "7S", "8D", "9C"], []]
@@ -107,7 +109,8 @@ def test_e1_step_by_step_without_auto_play():
         while st.current_player == N and GIVE in st.legal_actions():
             seq.append(st.describe_action(GIVE))
             st.apply(GIVE)
-    assert seq == ["turn"] * 6 + ["keep 8H", "give 7S onto 8H", "give 8D onto 7S", "give 9C onto 8D", "turn"]
+    assert seq == ["turn"] * 6 + ["keep 8H"] + [f"give {a} onto player {D}'s {b}" for a, b in
+                                                (("7S", "8H"), ("8D", "7S"), ("9C", "8D"))] + ["turn"]
     # PLACE keeps the same player in MAIN (PP-1); KEEP would have ended the turn
     a, b = st.clone(), st.clone()
     a.apply(PLACE)
@@ -178,7 +181,7 @@ def test_win_by_give_and_by_place_mid_turn():
     assert st.current_player == N and st.legal_actions() == [TURN, GIVE] and t["discards"][N] == ["3D"]
     assert len(t["stocks"][N]) == 10
     for _ in range(10):
-        assert st.describe_action(GIVE) == "give 3D onto 2D"
+        assert st.describe_action(GIVE) == f"give 3D onto player {D}'s 2D"
         st.apply(TURN)                                    # 3S..QS go up; the turn goes on
     t = d(st)
     assert t["stocks"][N] == [] and t["discards"][N] == ["3D"] and st.current_player == N
@@ -486,7 +489,8 @@ def test_describe_parse_round_trip_and_views():
 def test_render_and_to_dict_mid_game():
     st = game().new_state(0, E1_DECK)
     text = st.render(D)
-    assert "8H" in text and "PENDING" in text and "place 8H" in text and "23 face down" in text
+    assert "8H" in text and "place it there or keep it" in text and "place 8H" in text and "23 face down" in text
+    assert "PENDING" not in text and "MAIN" not in text            # phases in words, not engine names
     t = st.to_dict()
     assert set(t) == {"game", "settings", "players", "dealer", "current_player", "phase", "stocks", "stock_known",
                       "discards", "suit_piles", "pending", "turn_number", "scores", "deals_completed",
@@ -507,7 +511,7 @@ def test_env_scripted_e1():
     assert env.agent_selection == "player_1"
     for _ in range(3):
         env.step(env.unwrapped.parse_action("give"))
-    assert env.unwrapped.describe_action(PLACE) == "place TH"
+    assert env.unwrapped.describe_action(PLACE) == f"place TH onto player {D}'s 9C"
     assert "TH" in env.render()
 
 

@@ -1,0 +1,119 @@
+"""The engine protocol (docs/design.md "The engine protocol"), checked the same way for every game over its
+settings grid: action text round trips, clones are independent, bad decks and bad actions are refused with
+the state unchanged, and the move log announces every applied action. (Determinized worlds have their own
+protocol test in test_determinize.py.)"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from kahve import envs
+from kahve.envs.core import IllegalActionError
+from tests.grids import GRIDS
+
+CASES = [(game, settings) for game in envs.GAMES for settings in GRIDS[game]]
+IDS = [f"{game}-{i}" for game in envs.GAMES for i in range(len(GRIDS[game]))]
+
+
+def states_along_a_random_game(game, seed: int, every: int = 1, limit: int = 400):
+    """Decision states of one random game (copies, so the caller may mutate them)."""
+    rng = random.Random(seed)
+    state = game.new_state(seed)
+    n = 0
+    while state.current_player is not None and n < limit:
+        if n % every == 0:
+            yield state.clone()
+        state.apply(rng.choice(state.legal_actions()))
+        n += 1
+
+
+@pytest.mark.parametrize("name,settings", CASES, ids=IDS)
+def test_describe_then_parse_gives_back_every_legal_action(name, settings):
+    game = envs.game_class(name)(**settings)
+    for state in states_along_a_random_game(game, seed=11, every=3, limit=240):
+        for a in state.legal_actions():
+            text = state.describe_action(a)
+            assert isinstance(text, str) and text.strip(), f"action {a} has no text"
+            assert state.parse_action(text) == a, f"{text!r} parses to another action than {a}"
+            assert state.parse_action(a) == a
+
+
+@pytest.mark.parametrize("name,settings", CASES, ids=IDS)
+def test_a_clone_is_independent_of_its_original(name, settings):
+    game = envs.game_class(name)(**settings)
+    for state in states_along_a_random_game(game, seed=5, every=7, limit=300):
+        before = state.to_dict()
+        obs = [state.observation(s) for s in range(state.num_players)]
+        twin = state.clone()
+        assert twin.to_dict() == before
+        rng = random.Random(0)
+        while twin.current_player is not None:          # play the clone to the end of the match
+            twin.apply(rng.choice(twin.legal_actions()))
+        assert state.to_dict() == before, "playing a clone changed its original"
+        for s in range(state.num_players):
+            assert np.array_equal(state.observation(s), obs[s])
+        # and the other way round: the original goes on as a fresh copy of its earlier self would
+        again = state.clone()
+        rng_a, rng_b = random.Random(1), random.Random(1)
+        for _ in range(30):
+            if state.current_player is None:
+                break
+            a = rng_a.choice(state.legal_actions())
+            assert a == rng_b.choice(again.legal_actions())
+            state.apply(a)
+            again.apply(a)
+        assert state.to_dict() == again.to_dict()
+
+
+@pytest.mark.parametrize("name,settings", CASES, ids=IDS)
+def test_illegal_actions_are_refused_with_the_state_unchanged(name, settings):
+    game = envs.game_class(name)(**settings)
+    for state in states_along_a_random_game(game, seed=3, every=9, limit=200):
+        before = state.to_dict()
+        legal = set(state.legal_actions())
+        illegal = [a for a in range(game.num_actions) if a not in legal][:5] + [-1, game.num_actions]
+        for bad in [*illegal, 1.5, "7H", None, True]:
+            with pytest.raises(IllegalActionError):
+                state.apply(bad)
+            assert state.to_dict() == before, f"refused action {bad!r} changed the state"
+
+
+@pytest.mark.parametrize("name", envs.GAMES)
+def test_bad_decks_are_refused_naming_the_cards(name):
+    game = envs.game_class(name)()
+    good = game.new_state(0).to_dict()     # any state: only the deck check is under test
+    assert good["game"] == game.name
+    deck_size = {"ish": 40}.get(name, 52)
+    with pytest.raises(ValueError):
+        game.new_state(0, deck=["7H"] * deck_size)                  # one card many times
+    with pytest.raises(ValueError):
+        game.new_state(0, deck=["ZZ"] + ["7H"] * (deck_size - 1))   # not a card at all
+    with pytest.raises(ValueError):
+        game.new_state(0, deck=[])                                  # too short
+
+
+@pytest.mark.parametrize("name,settings", CASES, ids=IDS)
+def test_the_move_log_announces_every_applied_action_forced_ones_included(name, settings):
+    game = envs.game_class(name)(**settings)
+    rng = random.Random(8)
+    state = game.new_state(8, move_log=True)
+    forced_before = sum(m.forced for m in state.move_log if m.action is not None)
+    chosen = 0
+    while state.current_player is not None and chosen < 500:
+        state.apply(rng.choice(state.legal_actions()))
+        chosen += 1
+    logged = [m for m in state.move_log if m.action is not None]
+    assert sum(not m.forced for m in logged) == chosen
+    if not game.settings.skip_single_choice:
+        assert not any(m.forced for m in logged) and forced_before == 0
+    # a clone's log is its own: moves applied to the clone do not reach the original's log
+    if state.current_player is not None:
+        twin = state.clone()
+        n = len(state.move_log)
+        twin.apply(twin.legal_actions()[0])
+        assert len(state.move_log) == n and len(twin.move_log) > n
+    # and with the log off (the default) nothing is recorded
+    assert game.new_state(8).move_log is None
