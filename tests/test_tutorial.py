@@ -33,6 +33,8 @@ def test_every_tutorial_command_runs(tmp_path):
         stdin = {"play": "0\n" * 3000, "replay": "\n" * 400 + "q\n"}.get(argv[1], "")
         r = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", *argv[1:]], cwd=tmp_path, input=stdin,
                            capture_output=True, text=True, timeout=600, env=env)
+        if argv[1] == "play":
+            r_play = r
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
         # what a person reads: plain lines, never a Python warning (a bot trained with other settings is a note)
         shown = r.stdout + r.stderr
