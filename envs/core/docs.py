@@ -29,14 +29,30 @@ Size = Union[int, Callable[[Any], int]]
 
 @dataclass(frozen=True)
 class ObsBlock:
-    """One block of the observation vector: ``size`` entries (an int, or a function of the Game)."""
+    """One block of the observation vector: ``size`` entries (an int, or a function of the Game). ``key``
+    names a block whose offset the encoder uses (:func:`fixed_offsets`), so no offset is written by hand."""
 
     name: str
     size: Size
     scaling: str
+    key: str = ""
 
     def size_for(self, game) -> int:
         return int(self.size(game)) if callable(self.size) else int(self.size)
+
+
+def fixed_offsets(blocks: Sequence[ObsBlock]) -> dict[str, int]:
+    """The start offset of each keyed block, for the blocks whose start does not depend on the table (every
+    block before it has a fixed size): what a game's encoder writes at, as module constants derived from its
+    ``observation_blocks``."""
+    offsets, offset = {}, 0
+    for block in blocks:
+        if block.key:
+            offsets[block.key] = offset
+        if callable(block.size):
+            break
+        offset += block.size
+    return offsets
 
 
 def observation_layout(game) -> list[tuple[ObsBlock, int, int]]:

@@ -96,7 +96,7 @@ import random
 import numpy as np
 
 from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
-from ..core.docs import ActionRange, ObsBlock
+from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
@@ -193,27 +193,27 @@ class PasurGame(Game):
                     "for the pick that completes it.")
     observation_blocks = [
         ObsBlock("own hand (multi-hot)", NUM_CARDS, "0 or 1"),
-        ObsBlock("pool (multi-hot)", NUM_CARDS, "0 or 1"),
-        ObsBlock("my captured cards (multi-hot)", NUM_CARDS, "0 or 1"),
-        ObsBlock("opponent's captured cards (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("pool (multi-hot)", NUM_CARDS, "0 or 1", key="pool"),
+        ObsBlock("my captured cards (multi-hot)", NUM_CARDS, "0 or 1", key="mine"),
+        ObsBlock("opponent's captured cards (multi-hot)", NUM_CARDS, "0 or 1", key="theirs"),
         ObsBlock("unseen cards (multi-hot): not in my hand, the pool, a captured pile or being played",
-                 NUM_CARDS, "0 or 1"),
-        ObsBlock("clubs captured, mine and the opponent's", 2, "/ 13"),
+                 NUM_CARDS, "0 or 1", key="unseen"),
+        ObsBlock("clubs captured, mine and the opponent's", 2, "/ 13", key="clubs"),
         ObsBlock("net surs, mine and the opponent's", 2, "/ 5, clipped at 10"),
         ObsBlock("points so far this round (cards + haft khâj once 7+ clubs + surs), mine and theirs", 2,
                  "/ 20, clipped at 10"),
-        ObsBlock("hand number 1-6 (one-hot)", HANDS_PER_ROUND, "0 or 1"),
-        ObsBlock("final-deal flag (hand 6)", 1, "0 or 1"),
-        ObsBlock("stock size", 1, "cards / 40"),
+        ObsBlock("hand number 1-6 (one-hot)", HANDS_PER_ROUND, "0 or 1", key="hand_number"),
+        ObsBlock("final-deal flag (hand 6)", 1, "0 or 1", key="final"),
+        ObsBlock("stock size", 1, "cards / 40", key="stock"),
         ObsBlock("opponent's hand size", 1, "cards / 4"),
-        ObsBlock("last capturer: me, the opponent, none (one-hot)", 3, "0 or 1"),
-        ObsBlock("match totals, mine and the opponent's", 2, "/ `target_score`, clipped at 10"),
-        ObsBlock("sur-cap flags, mine and the opponent's (PA-8)", 2, "0 or 1"),
-        ObsBlock("I am the dealer", 1, "0 or 1"),
-        ObsBlock("phase (one-hot PLAY, SELECT; all zero when the game is over)", 2, "0 or 1"),
-        ObsBlock("card being played (one-hot, SELECT only)", NUM_CARDS, "0 or 1"),
-        ObsBlock("cards picked so far (multi-hot, SELECT only)", NUM_CARDS, "0 or 1"),
-        ObsBlock("remaining sum to 11 (a numeric card in SELECT only)", 1, "/ 10"),
+        ObsBlock("last capturer: me, the opponent, none (one-hot)", 3, "0 or 1", key="last_capturer"),
+        ObsBlock("match totals, mine and the opponent's", 2, "/ `target_score`, clipped at 10", key="totals"),
+        ObsBlock("sur-cap flags, mine and the opponent's (PA-8)", 2, "0 or 1", key="sur_cap"),
+        ObsBlock("I am the dealer", 1, "0 or 1", key="dealer"),
+        ObsBlock("phase (one-hot PLAY, SELECT; all zero when the game is over)", 2, "0 or 1", key="phase"),
+        ObsBlock("card being played (one-hot, SELECT only)", NUM_CARDS, "0 or 1", key="played"),
+        ObsBlock("cards picked so far (multi-hot, SELECT only)", NUM_CARDS, "0 or 1", key="picked"),
+        ObsBlock("remaining sum to 11 (a numeric card in SELECT only)", 1, "/ 10", key="remaining"),
     ]
     observation_notes = ("Hidden: the opponent's hand and the stock order; \"unseen\" is the opponent's hand and "
                          "the stock together (a buried jack included).")
@@ -251,6 +251,14 @@ class PasurGame(Game):
         self.num_players = 2
         self.num_actions = NUM_ACTIONS
         self.observation_size = OBS_SIZE
+
+
+# observation offsets, from the blocks' sizes (docs/envs/pasur.md lists the blocks)
+_OFFSETS = fixed_offsets(PasurGame.observation_blocks)
+(OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_CLUBS, OBS_HAND_NUMBER, OBS_FINAL, OBS_STOCK, OBS_LAST_CAPTURER,
+ OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING) = (_OFFSETS[k] for k in (
+    "pool", "mine", "theirs", "unseen", "clubs", "hand_number", "final", "stock", "last_capturer", "totals",
+    "sur_cap", "dealer", "phase", "played", "picked", "remaining"))
 
 
 class PasurState(State):
@@ -500,43 +508,44 @@ class PasurState(State):
         opp = 1 - seat
         hand, pool = self.hands[seat], self.pool
         mine, theirs = self.captured[seat], self.captured[opp]
-        ones = hand + [52 + c for c in pool] + [104 + c for c in mine] + [156 + c for c in theirs]
+        ones = hand + [OBS_POOL + c for c in pool] + [OBS_MINE + c for c in mine] + [OBS_THEIRS + c for c in theirs]
         unseen = [True] * NUM_CARDS                 # every card not in my hand, pool, captures, in play
         for block in (hand, pool, mine, theirs):
             for c in block:
                 unseen[c] = False
         if self.sel_card >= 0:
             unseen[self.sel_card] = False
-        ones += [208 + c for c in range(NUM_CARDS) if unseen[c]]
+        ones += [OBS_UNSEEN + c for c in range(NUM_CARDS) if unseen[c]]
         hn = self.hand_number
         lc = self.last_capturer
         target = self.settings.target_score
         sv = self.settings.sur_value
         rp = [self.points[i] + (HAFT_KHAJ_POINTS if self.clubs[i] >= HAFT_KHAJ else 0) + self.surs[i] * sv
               for i in (seat, opp)]
-        obs[260:266] = (self.clubs[seat] / 13, self.clubs[opp] / 13, min(self.surs[seat] / 5, 10.0),
-                        min(self.surs[opp] / 5, 10.0), min(rp[0] / 20, 10.0), min(rp[1] / 20, 10.0))
-        ones.append(265 + hn)                        # hand number one-hot, 266..271
+        obs[OBS_CLUBS:OBS_HAND_NUMBER] = (   # clubs, surs, round points: mine and the opponent's
+            self.clubs[seat] / 13, self.clubs[opp] / 13, min(self.surs[seat] / 5, 10.0),
+            min(self.surs[opp] / 5, 10.0), min(rp[0] / 20, 10.0), min(rp[1] / 20, 10.0))
+        ones.append(OBS_HAND_NUMBER + hn - 1)
         if hn == HANDS_PER_ROUND:
-            ones.append(272)                         # final deal
-        ones.append(275 + (2 if lc is None else (0 if lc == seat else 1)))
-        obs[273:275] = (len(self.stock) / STOCK_SIZE, len(self.hands[opp]) / HAND)
-        obs[278:280] = (min(self.scores[seat] / target, 10.0), min(self.scores[opp] / target, 10.0))
+            ones.append(OBS_FINAL)
+        ones.append(OBS_LAST_CAPTURER + (2 if lc is None else (0 if lc == seat else 1)))
+        obs[OBS_STOCK:OBS_STOCK + 2] = (len(self.stock) / STOCK_SIZE, len(self.hands[opp]) / HAND)   # and their hand
+        obs[OBS_TOTALS:OBS_TOTALS + 2] = (min(self.scores[seat] / target, 10.0), min(self.scores[opp] / target, 10.0))
         if self.sur_capped[seat]:
-            ones.append(280)
+            ones.append(OBS_SUR_CAP)
         if self.sur_capped[opp]:
-            ones.append(281)
+            ones.append(OBS_SUR_CAP + 1)
         if self.dealer == seat:
-            ones.append(282)
+            ones.append(OBS_DEALER)
         if self.phase == PHASE_SELECT:
             card = self.sel_card
-            ones.append(284)
-            ones.append(285 + card)
-            ones += [337 + x for x in self.picked]
+            ones.append(OBS_PHASE + 1)
+            ones.append(OBS_PLAYED + card)
+            ones += [OBS_PICKED + x for x in self.picked]
             if RANK[card] < JACK:
-                obs[389] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
+                obs[OBS_REMAINING] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
         elif self.current_player is not None:
-            ones.append(283)
+            ones.append(OBS_PHASE)
         obs[ones] = 1.0
         return obs
 

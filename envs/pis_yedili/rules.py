@@ -132,7 +132,7 @@ import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, card_str, cards_str, \
     check_standard_deck
-from ..core.docs import ActionRange, ObsBlock
+from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
@@ -226,19 +226,19 @@ class PisYediliGame(Game):
                     "`\"take\"`, `\"take penalty\"` (a plain `\"JD\"` is ambiguous and not accepted).")
     observation_blocks = [
         ObsBlock("own hand, per card id", NUM_CARDS, "copies held / 2"),
-        ObsBlock("top card of the discard pile (one-hot; the last entry: empty)", NUM_CARDS + 1, "0 or 1"),
-        ObsBlock("suit named by a J on top (one-hot C D H S; the last entry: none)", 5, "0 or 1"),
-        ObsBlock("pending penalty cards (after 7s)", 1, "cards / 24"),
+        ObsBlock("top card of the discard pile (one-hot; the last entry: empty)", NUM_CARDS + 1, "0 or 1", key="top"),
+        ObsBlock("suit named by a J on top (one-hot C D H S; the last entry: none)", 5, "0 or 1", key="named_suit"),
+        ObsBlock("pending penalty cards (after 7s)", 1, "cards / 24", key="pending"),
         ObsBlock("phase (one-hot FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP; zero at the deal end)",
-                 5, "0 or 1"),
-        ObsBlock("follow-up reason (ace, twin)", 2, "0 or 1"),
-        ObsBlock("the player to move has drawn this turn", 1, "0 or 1"),
-        ObsBlock("discard pile, per card id", NUM_CARDS, "copies / 2"),
-        ObsBlock("hand sizes of next(self), next(next(self)), ..., padded to 3", 3, "cards / 30, clipped at 1"),
-        ObsBlock("stock size", 1, "cards / 83, clipped at 1"),
-        ObsBlock("match totals of self, next(self), ..., padded to 4", 4, "/ `game_end_penalty`, clipped at 10"),
-        ObsBlock("player count (one-hot 2, 3, 4)", 3, "0 or 1"),
-        ObsBlock("direction of play", 1, "+1 or −1"),
+                 5, "0 or 1", key="phase"),
+        ObsBlock("follow-up reason (ace, twin)", 2, "0 or 1", key="follow"),
+        ObsBlock("the player to move has drawn this turn", 1, "0 or 1", key="drawn"),
+        ObsBlock("discard pile, per card id", NUM_CARDS, "copies / 2", key="discard"),
+        ObsBlock("hand sizes of next(self), next(next(self)), ..., padded to 3", 3, "cards / 30, clipped at 1", key="hand_sizes"),
+        ObsBlock("stock size", 1, "cards / 83, clipped at 1", key="stock"),
+        ObsBlock("match totals of self, next(self), ..., padded to 4", 4, "/ `game_end_penalty`, clipped at 10", key="totals"),
+        ObsBlock("player count (one-hot 2, 3, 4)", 3, "0 or 1", key="players"),
+        ObsBlock("direction of play", 1, "+1 or −1", key="direction"),
     ]
     observation_notes = "Hidden: the other hands and the stock order."
     rewards_note = ("Deal points are penalties (§3d): the cards left in a hand (2-10 face value, Q K 10, A 11, J 25), "
@@ -291,6 +291,14 @@ class PisYediliGame(Game):
 
     def check_deck(self, deck):
         return check_standard_deck(deck, packs=self.packs)
+
+
+# observation offsets, from the blocks' sizes (docs/envs/pis_yedili.md lists the blocks)
+_OFFSETS = fixed_offsets(PisYediliGame.observation_blocks)
+(OBS_TOP, OBS_NAMED_SUIT, OBS_PENDING, OBS_PHASE, OBS_FOLLOW, OBS_DRAWN, OBS_DISCARD, OBS_HAND_SIZES, OBS_STOCK,
+ OBS_TOTALS, OBS_PLAYERS, OBS_DIRECTION) = (_OFFSETS[k] for k in (
+    "top", "named_suit", "pending", "phase", "follow", "drawn", "discard", "hand_sizes", "stock", "totals",
+    "players", "direction"))
 
 
 class PisYediliState(State):
@@ -641,33 +649,33 @@ class PisYediliState(State):
         discard = self.discard
         if discard:
             top = discard[-1]
-            obs[52 + top] = 1.0
-            obs[105 + (self.ctx // 13 if IS_JACK[top] else 4)] = 1.0
-            obs[119:171] = self._discard_counts()
+            obs[OBS_TOP + top] = 1.0
+            obs[OBS_NAMED_SUIT + (self.ctx // 13 if IS_JACK[top] else 4)] = 1.0
+            obs[OBS_DISCARD:OBS_DISCARD + NUM_CARDS] = self._discard_counts()
         else:
-            obs[104] = 1.0
-            obs[109] = 1.0
+            obs[OBS_TOP + NUM_CARDS] = 1.0             # the pile is empty
+            obs[OBS_NAMED_SUIT + 4] = 1.0              # no suit named
         if self.pending:
-            obs[110] = self.pending / 24
+            obs[OBS_PENDING] = self.pending / 24
         if self.phase < DEAL_END:
-            obs[111 + self.phase] = 1.0
+            obs[OBS_PHASE + self.phase] = 1.0
         if self.follow:
-            obs[115 + self.follow] = 1.0
+            obs[OBS_FOLLOW + self.follow - 1] = 1.0     # follow is 1 (ace) or 2 (twin)
         if self.drawn:
-            obs[118] = 1.0
+            obs[OBS_DRAWN] = 1.0
         hands, scores, target = self.hands, self.scores, self.game.target
-        tail = [0.0] * 12                           # offsets 171..182
+        tail = [0.0] * (OBS_SIZE - OBS_HAND_SIZES)      # the blocks from the hand sizes on
         for k in range(1, n):
             size = len(hands[(seat + k) % n])
             tail[k - 1] = size / 30 if size < 30 else 1.0
         size = len(self.stock)
-        tail[3] = size / 83 if size < 83 else 1.0
+        tail[OBS_STOCK - OBS_HAND_SIZES] = size / 83 if size < 83 else 1.0
         for k in range(n):
             v = scores[(seat + k) % n] / target
-            tail[4 + k] = v if v < 10.0 else 10.0
-        tail[6 + n] = 1.0
-        tail[11] = self.direction
-        obs[171:] = tail
+            tail[OBS_TOTALS - OBS_HAND_SIZES + k] = v if v < 10.0 else 10.0
+        tail[OBS_PLAYERS - OBS_HAND_SIZES + n - 2] = 1.0
+        tail[OBS_DIRECTION - OBS_HAND_SIZES] = self.direction
+        obs[OBS_HAND_SIZES:] = tail
         return obs
 
     def _discard_counts(self) -> np.ndarray:

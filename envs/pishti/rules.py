@@ -62,7 +62,7 @@ import random
 import numpy as np
 
 from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
-from ..core.docs import ActionRange, ObsBlock
+from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
@@ -114,14 +114,14 @@ class PishtiGame(Game):
                     "to capture. `parse_action` also accepts the bare card (`\"7H\"`) and `\"play 7H\"`.")
     observation_blocks = [
         ObsBlock("own hand (multi-hot)", NUM_CARDS, "0 or 1"),
-        ObsBlock("pile top card (one-hot; the last entry: the pile is empty)", NUM_CARDS + 1, "0 or 1"),
-        ObsBlock("face-up cards now in the pile (multi-hot)", NUM_CARDS, "0 or 1"),
-        ObsBlock("pile size", 1, "cards / 52"),
+        ObsBlock("pile top card (one-hot; the last entry: the pile is empty)", NUM_CARDS + 1, "0 or 1", key="pile_top"),
+        ObsBlock("face-up cards now in the pile (multi-hot)", NUM_CARDS, "0 or 1", key="pile_face_up"),
+        ObsBlock("pile size", 1, "cards / 52", key="pile_size"),
         ObsBlock("face-down cards still in the pile", 1, "cards / 3"),
-        ObsBlock("cards seen face up this deal, own hand excluded (multi-hot)", NUM_CARDS, "0 or 1"),
+        ObsBlock("cards seen face up this deal, own hand excluded (multi-hot)", NUM_CARDS, "0 or 1", key="seen"),
         ObsBlock("per side, own side first (S sides × 4): captured cards, card points of the captured cards seen "
                  "face up, pişti points, match total", lambda g: 4 * g.num_sides,
-                 "/ 52, / 13, / 50, / `target_score`; each clipped at 10"),
+                 "/ 52, / 13, / 50, / `target_score`; each clipped at 10", key="sides"),
         ObsBlock("stock size", 1, "cards / 52"),
         ObsBlock("hands dealt so far this deal", 1, "/ hands per deal (6 with 2 players, 3 with 4)"),
         ObsBlock("hand sizes of the other players, in turn order after me", lambda g: g.num_players - 1, "cards / 4"),
@@ -182,6 +182,12 @@ class PishtiGame(Game):
         # players=2 an unspecified partnerships is simply off, an explicit True is an error.
         self._explicit = set(settings)
         super().__init__(**settings)
+
+
+# observation offsets, from the blocks' sizes (the table-dependent blocks follow OBS_SIDES in order)
+_OFFSETS = fixed_offsets(PishtiGame.observation_blocks)
+OBS_PILE_TOP, OBS_PILE_FACE_UP, OBS_PILE_SIZE, OBS_SEEN, OBS_SIDES = (
+    _OFFSETS[k] for k in ("pile_top", "pile_face_up", "pile_size", "seen", "sides"))
 
 
 class PishtiState(State):
@@ -361,11 +367,12 @@ class PishtiState(State):
         n, ns = g.num_players, g.num_sides
         obs = np.zeros(g.observation_size, dtype=np.float32)
         hand, pile = self.hands[seat], self.pile
-        obs[159:211] = np.frombuffer(self.seen, dtype=np.uint8)      # seen face up this deal ...
+        obs[OBS_SEEN:OBS_SEEN + NUM_CARDS] = np.frombuffer(self.seen, dtype=np.uint8)      # seen face up this deal ...
         if hand:
-            obs[[159 + c for c in hand]] = 0.0                       # ... own hand excluded
-        ones = hand + [52 + (pile[-1] if pile else 52)] + [105 + c for c in pile[self.pile_face_down:]]
-        obs[157:159] = (len(pile) / 52, self.pile_face_down / 3)
+            obs[[OBS_SEEN + c for c in hand]] = 0.0                       # ... own hand excluded
+        ones = hand + [OBS_PILE_TOP + (pile[-1] if pile else NUM_CARDS)]
+        ones += [OBS_PILE_FACE_UP + c for c in pile[self.pile_face_down:]]
+        obs[OBS_PILE_SIZE:OBS_PILE_SIZE + 2] = (len(pile) / 52, self.pile_face_down / 3)   # and the face-down count
         my_side = g.sides[seat]
         target = self.settings.target_score
         values = []
@@ -375,8 +382,8 @@ class PishtiState(State):
                        min(self.pisti_points[side] / 50, 10.0), min(self.scores[side] / target, 10.0))
         values += (len(self.stock) / 52, self.hand_number / g.hands_per_deal)
         values += [len(self.hands[(seat + k) % n]) / 4 for k in range(1, n)]
-        o = 211 + len(values)
-        obs[211:o] = values
+        o = OBS_SIDES + len(values)
+        obs[OBS_SIDES:o] = values
         ones.append(o + (self.dealer - seat) % n)
         lc = self.last_capturer
         ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
