@@ -128,7 +128,7 @@ IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
 RANK = [c % 13 for c in range(NUM_CARDS)]
 
 
-def _sum_subsets(values: tuple, target: int) -> tuple:
+def _enumerate_subsets(values: tuple, target: int) -> tuple:
     """Index tuples (increasing, sorted) of the subsets of ``values`` (card values, each >= 1) that sum
     to ``target``."""
     out = []
@@ -146,10 +146,22 @@ def _sum_subsets(values: tuple, target: int) -> tuple:
     return tuple(sorted(out))
 
 
-#: (target, values of the candidate pool cards in card-id order) -> _sum_subsets; capture options depend
-#: only on this key, so the enumeration runs once per distinct pool shape (bounded; cleared when full)
+#: (target, values of the candidate pool cards in card-id order) -> _enumerate_subsets; capture options
+#: depend only on this key, so the enumeration runs once per distinct pool shape (bounded; cleared when full)
 _SUBSETS: dict = {}
 _SUBSETS_MAX = 200_000
+
+
+def sum_subsets(values: tuple, target: int) -> tuple:
+    """Index tuples (increasing) of the subsets of ``values`` (card values, each >= 1) that sum to
+    ``target``: the numeric captures of §2b, for the engine and for players that plan captures. Cached per
+    ``(target, values)``."""
+    found = _SUBSETS.get((target, values))
+    if found is None:
+        if len(_SUBSETS) >= _SUBSETS_MAX:
+            _SUBSETS.clear()
+        found = _SUBSETS[(target, values)] = _enumerate_subsets(values, target)
+    return found
 
 SETTINGS = SettingsSpec("pasur", [
     Int("target_score", 62, 20, 200, doc="the match ends after a round in which someone reaches it (§2d)"),
@@ -339,12 +351,7 @@ class PasurState(State):
         cs = sorted([x for x in pool if RANK[x] < target])   # numeric cards of value <= target, id order
         if not cs:
             return []
-        key = (target, tuple([RANK[x] + 1 for x in cs]))
-        found = _SUBSETS.get(key)
-        if found is None:
-            if len(_SUBSETS) >= _SUBSETS_MAX:
-                _SUBSETS.clear()
-            found = _SUBSETS[key] = _sum_subsets(key[1], target)
+        found = sum_subsets(tuple([RANK[x] + 1 for x in cs]), target)
         return [tuple([cs[i] for i in o]) for o in found]
 
     # ----- legal actions and play (§2c, §2h) --------------------------------------------------------

@@ -27,8 +27,7 @@ played, and the public counts (opponent's hand size, stock size); never the oppo
 from __future__ import annotations
 
 from kahve.envs.core.cards import JACK, NUM_CARDS
-from kahve.envs.pasur.rules import (_SUBSETS, _SUBSETS_MAX, CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, PHASE_SELECT,
-                                    RANK, TAKE, _sum_subsets)
+from kahve.envs.pasur.rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, PHASE_SELECT, RANK, TAKE, sum_subsets
 
 from .base import ScoredHeuristic
 
@@ -44,35 +43,27 @@ CLUB_WEIGHT = 1.0           # a club while the 7-clubs race is open
 CARD_VALUE = {w: [CARD_POINTS[c] + w * IS_CLUB[c] + COUNT_BONUS for c in range(NUM_CARDS)] for w in (0.0, CLUB_WEIGHT)}
 
 
-def _subsets(target: int, values: tuple) -> tuple:
-    found = _SUBSETS.get((target, values))
-    if found is None:
-        if len(_SUBSETS) >= _SUBSETS_MAX:
-            _SUBSETS.clear()
-        found = _SUBSETS[(target, values)] = _sum_subsets(values, target)
-    return found
-
-
 _BEST: dict = {}
+_BEST_MAX = 200_000         # distinct pools kept, then the cache starts again
 
 
 def _best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
     """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` summing to the target
     (what a card of value 11 - target takes); ``sur_bonus`` is added when the subset is the whole pool. The
-    same pools come back decision after decision, so the answers are kept (bounded like the subset cache)."""
+    same pools come back decision after decision, so the answers are kept (at most _BEST_MAX of them)."""
     values = tuple([RANK[x] + 1 for x in numeric])
     numeric_value = tuple([card_value[x] for x in numeric])
     key = (values, numeric_value, sur_bonus)         # cards of the same rank and worth answer alike
     found = _BEST.get(key)
     if found is None:
-        if len(_BEST) >= _SUBSETS_MAX:
+        if len(_BEST) >= _BEST_MAX:
             _BEST.clear()
         found = [0.0] * 11
         for target in range(1, 11):
             if target > sum(values):
                 continue
             best = 0.0
-            for sub in _subsets(target, values):
+            for sub in sum_subsets(values, target):
                 g = sum([numeric_value[i] for i in sub])
                 if len(sub) == len(numeric):
                     g += sur_bonus
