@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import cards as _cards
-from .rng import copy_rng, seeded
+from .rng import copy_rng, seeded, shuffle
 from .settings import Settings, SettingsSpec
 
 
@@ -146,6 +146,11 @@ class Game:
         shown under the player guide (:func:`kahve.envs.core.guide.player_guide`). A game overrides it."""
         return []
 
+    def full_deck(self) -> list[int]:
+        """Every card id of one deal, in id order: one pack (Pis Yedili with 3-4 players: two, Ish: the sun
+        deck)."""
+        return list(range(_cards.NUM_CARDS))
+
     def check_deck(self, deck: Sequence) -> list[int]:
         """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
         return _cards.check_standard_deck(deck, 1)
@@ -199,6 +204,15 @@ class State:
         self._auto_play()
         if self.move_log is not None and self.current_player is None:
             self._log_match_end()
+
+    def _deal_order(self, deck: list[int] | None) -> list[int]:
+        """The card order of a new deal, top card first: a copy of the preset deck (the first deal's, C-3),
+        else the game's whole deck shuffled by ``deck_rng`` (C-5: the shuffles' own stream)."""
+        if deck is not None:
+            return list(deck)
+        cards = self.game.full_deck()
+        shuffle(self.deck_rng, cards)
+        return cards
 
     # ----- what a game implements -------------------------------------------------------------------
     current_player: int | None

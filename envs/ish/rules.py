@@ -309,6 +309,9 @@ class IshGame(Game):
         #: for each dealer, every seat in turn order from next(dealer), the dealer last (C-2)
         self.turn_orders = [tuple((d + 1 + k) % n for k in range(n)) for d in range(n)]
 
+    def full_deck(self) -> list[int]:
+        return list(range(NUM_CARDS))             # the sun deck (§5a)
+
     def check_deck(self, deck) -> list[int]:
         return _cards.check_deck(deck, parse_card, Counter(range(NUM_CARDS)), card_str, "the 40-card sun deck")
 
@@ -329,11 +332,7 @@ class IshState(State):
     # ----- a round (§5b) ----------------------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
         n = self.num_players
-        if deck is None:
-            deck = list(range(NUM_CARDS))
-            shuffle(self.deck_rng, deck)
-        else:
-            deck = list(deck)
+        deck = self._deal_order(deck)
         self.slots = deck                              # slot k holds deck card k (C-3)
         self.taken = [False] * NUM_CARDS
         self.picks = [[] for _ in range(n)]

@@ -283,9 +283,7 @@ class PasurState(State):
         standard = s.redeal_rule == "standard"
         self.redeals = 0
         while True:
-            if deck is None:
-                deck = list(range(NUM_CARDS))
-                shuffle(self.deck_rng, deck)
+            deck = self._deal_order(deck)
             pool = deck[8:12]
             stock = deck[12:]                       # top first for now
             buried = []

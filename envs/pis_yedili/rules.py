@@ -289,6 +289,9 @@ class PisYediliGame(Game):
         self.on_failed_draw = s.stock_end == "on_failed_draw"
         self.target = s.game_end_penalty
 
+    def full_deck(self) -> list[int]:
+        return list(range(NUM_CARDS)) * self.packs   # two packs with 3-4 players (§3a)
+
     def check_deck(self, deck):
         return check_standard_deck(deck, packs=self.packs)
 
@@ -307,9 +310,7 @@ class PisYediliState(State):
     def _start_deal(self, deck: list[int] | None) -> None:
         g = self.game
         n = g.num_players
-        if deck is None:
-            deck = list(range(NUM_CARDS)) * g.packs
-            shuffle(self.deck_rng, deck)
+        deck = self._deal_order(deck)
         first = (self.dealer + 1) % n
         self.hands = [[] for _ in range(n)]
         for k in range(HAND_SIZE * n):

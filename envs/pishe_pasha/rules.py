@@ -229,9 +229,7 @@ class PishePashaState(State):
 
     # ----- the deal (§4a) ---------------------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
-        if deck is None:
-            deck = list(range(NUM_CARDS))
-            shuffle(self.deck_rng, deck)
+        deck = self._deal_order(deck)
         first = 1 - self.dealer                     # the non-dealer moves first
         stocks = [None, None]
         stocks[first] = deck[STOCK_SIZE - 1::-1]    # top of a stock at the end, so pop() turns it

@@ -195,11 +195,7 @@ class PishtiState(State):
     # ----- the deal (§1a) ---------------------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
         g = self.game
-        if deck is None:
-            deck = list(range(NUM_CARDS))
-            shuffle(self.deck_rng, deck)
-        else:
-            deck = list(deck)
+        deck = self._deal_order(deck)
         self.seen = bytearray(NUM_CARDS)           # 1 if face up at some moment of this deal
         pile, rest = deck[:4], deck[4:]
         self.buried_jacks: list[int] = []
