@@ -670,17 +670,13 @@ class IshState(State):
 
     def clone(self) -> "IshState":
         st = object.__new__(type(self))
-        d = self.__dict__.copy()
-        if self.move_log is not None:               # the clone's own log from here on
-            d["move_log"] = self.move_log[:]
-        for key in ("rewards", "returns", "scores", "out", "bankroll", "outcome_paid", "slots", "taken", "stakes",
-                    "has_bet", "results", "eligible", "calls", "order"):
+        d = self._copy_core()
+        for key in ("bankroll", "outcome_paid", "slots", "taken", "stakes", "has_bet", "results", "eligible",
+                    "calls", "order"):
             d[key] = list(d[key])
         d["picks"] = [list(p) for p in self.picks]
-        d.update(self._copied_streams())
-        for key in ("deal_report", "last_round", "winners"):
-            if d[key] is not None:
-                d[key] = _copy_plain(d[key])
+        if self.last_round is not None:
+            d["last_round"] = _copy_plain(self.last_round)
         st.__dict__ = d
         return st
 

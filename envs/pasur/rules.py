@@ -674,20 +674,12 @@ class PasurState(State):
 
     def clone(self) -> "PasurState":
         st = object.__new__(type(self))
-        d = self.__dict__.copy()
-        if self.move_log is not None:               # the clone's own log from here on
-            d["move_log"] = self.move_log[:]
+        d = self._copy_core()
         for k in ("pool", "stock", "buried_jacks", "clubs", "points", "surs", "round_start_scores",
-                  "sur_capped", "turns", "picked", "cand", "sel_legal", "rewards", "returns", "scores", "out"):
+                  "sur_capped", "turns", "picked", "cand", "sel_legal"):
             d[k] = list(d[k])
         d["hands"] = [list(h) for h in self.hands]
         d["captured"] = [list(c) for c in self.captured]
-        d.update(self._copied_streams())
-        if self.winners is not None:
-            d["winners"] = list(self.winners)
-        if self.deal_report is not None:
-            d["deal_report"] = {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                                for k, v in self.deal_report.items()}
         st.__dict__ = d
         return st
 

@@ -797,21 +797,13 @@ class PisYediliState(State):
 
     def clone(self) -> "PisYediliState":
         st = object.__new__(type(self))
-        d = self.__dict__.copy()
-        if self.move_log is not None:               # the clone's own log from here on
-            d["move_log"] = self.move_log[:]
+        d = self._copy_core()
         d["hands"] = [h[:] for h in self.hands]
         d["stock"] = self.stock[:]
         d["discard"] = self.discard[:]
         d["muamele_cards"] = [m[:] for m in self.muamele_cards]
         d["limits"] = self.limits[:]                    # tuples of tuples: shared, never mutated
-        d["rewards"] = self.rewards[:]
-        d["returns"] = self.returns[:]
-        d["scores"] = self.scores[:]
-        d["out"] = self.out[:]
-        d["winners"] = None if self.winners is None else self.winners[:]
         d.pop("_dcache", None)
-        d.update(self._copied_streams())
         st.__dict__ = d
         return st
 

@@ -544,9 +544,7 @@ class PishePashaState(State):
 
     def clone(self) -> "PishePashaState":
         st = object.__new__(type(self))
-        d = self.__dict__.copy()
-        if self.move_log is not None:               # the clone's own log from here on
-            d["move_log"] = self.move_log[:]
+        d = self._copy_core(streams=False)
         # chance_rng is only drawn from at the match start (a random first dealer), and deck_rng only when a
         # new deal starts: the clone gets its own copy of deck_rng when another deal can still follow, and
         # otherwise shares these two generators, which will never be drawn from again (copying them costs
@@ -555,11 +553,8 @@ class PishePashaState(State):
             d["deck_rng"] = copy_rng(self.deck_rng)
         d["stocks"] = [self.stocks[0][:], self.stocks[1][:]]
         d["discards"] = [self.discards[0][:], self.discards[1][:]]
-        for name in ("levels", "stock_known", "rewards", "returns", "scores", "out"):
+        for name in ("levels", "stock_known"):
             d[name] = d[name][:]
-        if self.winners is not None:
-            d["winners"] = self.winners[:]
-        # deal_report is replaced, never mutated, once stored
         st.__dict__.update(d)
         return st
 
