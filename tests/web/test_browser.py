@@ -1,0 +1,224 @@
+"""A real headless browser plays one full deal of every game by clicking, and checks the deal-end scoring the
+page shows against the engine's deal report.
+
+Chromium and chromedriver come from the OS packages (``apt-get install chromium chromium-driver``; .ci/run
+installs them); nothing is downloaded. Without them the test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from kahve.scripts.web.tables import make_game
+
+from .helpers import CHROMEDRIVER, CHROMIUM, chromium_driver, close_driver
+
+pytest.importorskip("selenium", reason="the browser test drives Chromium with selenium (the test extra)")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("Chromium or chromedriver is not installed (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+#: game, settings typed into the form, table seed, the special controls that must have been used
+DEALS = [
+    ("pasur", {}, 2, {"capture"}),
+    ("pishti", {"players": "2"}, 1, {"card"}),
+    ("pis_yedili", {"players": "2"}, 2, {"jack", "suit"}),
+    ("pishe_pasha", {}, 1, {"place", "keep"}),
+    ("ish", {"players": "3", "card_selection": "agent"}, 1, {"bet", "slot", "call"}),
+]
+#: the kinds of move a scripted person prefers when offered (at random among them), so that every special
+#: control gets used
+PREFER = ("suit", "capture", "jack", "place", "keep", "give", "slot", "call", "silent", "bet")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium_driver()
+    driver.set_page_load_timeout(30)
+    yield driver
+    close_driver(driver)
+
+
+def wait_state(driver, states, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = driver.execute_script("return document.body.dataset.state")
+        if state in states:
+            return state
+        time.sleep(0.02)
+    raise AssertionError(f"the page stayed in state {state!r} (waiting for {states})")
+
+
+def set_field(driver, name, value):
+    driver.execute_script(
+        """const e = document.getElementById('set-' + arguments[0]);
+           if (e.type === 'checkbox') e.checked = arguments[1] === 'true';
+           else if (e.tagName === 'SELECT')
+             e.value = JSON.stringify(isNaN(arguments[1]) ? arguments[1] : Number(arguments[1]));
+           else e.value = arguments[1];
+           e.dispatchEvent(new Event('change'));""", name, value)
+
+
+def start_table(driver, server, game, settings, seed, opponent="heuristic"):
+    driver.get(f"{server.url}/static/cards.js")        # same origin, no page script: forget the last table
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(f"{server.url}/?fast=1&seed={seed}&game={game}")
+    wait_state(driver, ("setup",))
+    for k, v in settings.items():
+        set_field(driver, k, v)
+    # the form is checked with the server as it changes; wait for the opponent list of this table
+    players = make_game(game, {k: json.loads(v) if v.isdigit() else v for k, v in settings.items()}).num_players
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ok = driver.execute_script(
+            "const s = document.getElementById('opponent-select');"
+            "return !document.getElementById('start').disabled"
+            " && [...s.options].some(o => o.value === arguments[0] && !o.disabled)"
+            " && document.getElementById('seat-select').options.length === arguments[1];", opponent, players)
+        if ok:
+            break
+        time.sleep(0.05)
+    driver.execute_script("document.getElementById('opponent-select').value = arguments[0]", opponent)
+    driver.find_element(By.ID, "start").click()
+    return wait_state(driver, ("ready", "deal-end", "over"))
+
+
+def click_a_move(driver, rng):
+    moves = [m for m in driver.find_elements(By.CSS_SELECTOR, ".move:not(.inert)") if m.is_displayed()]
+    assert moves, "the person is to move but the page shows no move"
+    preferred = [m for m in moves if m.get_attribute("data-kind") in PREFER
+                 and (m.get_attribute("data-kind") != "bet" or rng.random() < 0.3)
+                 or (m.get_attribute("title") or "").startswith("play ")]    # a Pâsur card with a choice
+    choice = rng.choice(preferred or moves)
+    kind = choice.get_attribute("data-kind")
+    choice.click()
+    return kind
+
+
+def engine_report(server, table_id):
+    """The engine's report of the table's first deal, from a replay of its seed and actions."""
+    table = server.manager.tables[table_id]
+    st = table.game.new_state(table.seed)
+    for a in table.actions:
+        st.apply(a)
+        if st.deals_completed:
+            return st.deal_report, st
+    raise AssertionError("the first deal has not ended")
+
+
+def inert_everywhere_else(driver):
+    """Only the legal moves react: no card outside the moves is clickable (the cursor tells)."""
+    bad = driver.execute_script(
+        "return [...document.querySelectorAll('#felt .card')].filter(e => !e.closest('.move')).filter("
+        "e => getComputedStyle(e).cursor === 'pointer').length")
+    assert bad == 0
+
+
+@pytest.mark.parametrize("game, settings, seed, special", DEALS, ids=[d[0] for d in DEALS])
+def test_a_full_deal_by_clicking(server, browser, game, settings, seed, special):
+    rng = random.Random(seed)
+    state = start_table(browser, server, game, settings, seed)
+    table_id = browser.execute_script("return sessionStorage.getItem('kahve.table')")
+    used = set()
+    clicks = 0
+    while state == "ready":
+        inert_everywhere_else(browser)
+        try:
+            used.add(click_a_move(browser, rng))
+        except StaleElementReferenceException:   # the page re-rendered under the click; look again
+            pass
+        clicks += 1
+        assert clicks < 400, "the deal did not end"
+        state = wait_state(browser, ("ready", "deal-end", "over"))
+    assert state == "deal-end", f"the page ended in state {state!r} without showing the deal's scoring"
+    assert special <= used, f"{game}: the controls {special - used} were not used"
+
+    report, st = engine_report(server, table_id)
+    n = st.num_players
+    shown_keys = set()
+    for td in browser.find_elements(By.CSS_SELECTOR, "#breakdown td[data-key]"):
+        key, seat = td.get_attribute("data-key"), int(td.get_attribute("data-seat"))
+        value = json.loads(td.get_attribute("data-value"))
+        assert value == report["breakdown"][key][seat], (key, seat)
+        if isinstance(value, int) and not isinstance(value, bool):
+            assert td.text == str(value)
+        shown_keys.add(key)
+    for fact in browser.find_elements(By.CSS_SELECTOR, "#deal-facts .fact"):
+        key = fact.get_attribute("data-key")
+        assert json.loads(fact.get_attribute("data-value")) == report["breakdown"][key]
+        shown_keys.add(key)
+    assert shown_keys == set(report["breakdown"]), "every part of the breakdown is shown"
+    points = [json.loads(td.get_attribute("data-value"))
+              for td in browser.find_elements(By.CSS_SELECTOR, "#deal-points td")]
+    totals = [json.loads(td.get_attribute("data-value"))
+              for td in browser.find_elements(By.CSS_SELECTOR, "#deal-scores td")]
+    assert points == report["deal_points"] and totals == report["scores"] and len(points) == n
+    assert [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#deal-points td")] == [str(p) for p in points]
+
+    # every move of every seat was shown: the log lists the engine's move log, as this seat sees it
+    browser.find_element(By.ID, "deal-continue").click()
+    state = wait_state(browser, ("ready", "over"))
+    table = server.manager.tables[table_id]
+    logged = browser.execute_script(
+        "return [...document.querySelectorAll('#log li')].map(li => li.textContent)")
+    texts = table.state.move_texts(table.seat)
+    assert len(logged) == len(texts)
+    if state == "over":
+        assert browser.find_element(By.ID, "match-end").is_displayed()
+        assert browser.find_element(By.ID, "match-result").text == table.view()["result"]
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors[:5]          # no script error, nothing the page's content policy refused
+
+
+def test_match_end_new_match_and_record(server, browser, tmp_path):
+    """Pishe Pasha is one deal: the match ends, the result is shown, the record downloads (and replays), and
+    "new match" deals a fresh table."""
+    import httpx
+
+    from kahve.agents.evaluation.records import load_records
+
+    rng = random.Random(7)
+    state = start_table(browser, server, "pishe_pasha", {"max_turns": "40"}, 7, opponent="random")
+    while state in ("ready", "deal-end"):
+        if state == "deal-end":
+            browser.find_element(By.ID, "deal-continue").click()
+        else:
+            click_a_move(browser, rng)
+        state = wait_state(browser, ("ready", "deal-end", "over"))
+    assert state == "over"
+    assert browser.find_element(By.ID, "match-end").is_displayed()
+    link = browser.find_element(By.ID, "match-record").get_attribute("href")
+    cookies = {c["name"]: c["value"] for c in browser.get_cookies()}
+    r = httpx.get(link, cookies=cookies)
+    assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+    path = tmp_path / "match.jsonl"
+    path.write_text(r.text)
+    record = load_records(str(path))[0]            # what `kahve replay` reads: validated and replayed
+    assert record["game"] == "pishe_pasha" and record["players"][0] == "you"
+    # without the browser's session cookie the record is not there
+    assert httpx.get(link).status_code == 404
+    old = browser.execute_script("return sessionStorage.getItem('kahve.table')")
+    before = len(server.manager.tables[old].actions)
+    browser.find_element(By.ID, "match-new").click()
+    wait_state(browser, ("ready", "over", "deal-end"))
+    assert not browser.find_element(By.ID, "match-end").is_displayed()
+    fresh = server.manager.tables[old]
+    assert fresh.state.deals_completed == 0 and fresh.state.current_player is not None and len(fresh.actions) < before
+
+
+def test_a_reload_resumes_the_table(server, browser):
+    state = start_table(browser, server, "pishti", {"players": "2"}, 3)
+    assert state == "ready"
+    hand = [c.get_attribute("data-card") for c in browser.find_elements(By.CSS_SELECTOR, "#hand .card")]
+    log = len(browser.find_elements(By.CSS_SELECTOR, "#log li"))
+    browser.refresh()
+    assert wait_state(browser, ("ready",)) == "ready"
+    assert [c.get_attribute("data-card") for c in browser.find_elements(By.CSS_SELECTOR, "#hand .card")] == hand
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#log li")) == log
