@@ -20,7 +20,7 @@ import random
 import warnings
 
 from kahve import envs
-from kahve.agents.policies.base import decide
+from kahve.agents.evaluation.match import Match
 from kahve.agents.policies.specs import make_policy
 from kahve.envs.core.guide import player_guide, plain
 
@@ -130,15 +130,6 @@ def make_bots(bot: str, g, seat: int, seed: int) -> tuple[dict, list[str]]:
     return bots, lines
 
 
-def _ask_bot(policy, state) -> int:
-    """The bot's move; the move log is off meanwhile, so a search's clones of the state log nothing."""
-    log, state.move_log = state.move_log, None
-    try:
-        return decide(policy, state)
-    finally:
-        state.move_log = log
-
-
 def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=input, out=print,
          record: str | None = None) -> int:
     settings, notes = table_settings(game, settings, bot)
@@ -152,8 +143,8 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         out(line)
     out(f"{g.__class__.title or game}, {g.num_players} players: you are player {seat}; opponents: {bot}. "
         "Type a number or a move, '?' for the rules, 'q' to quit.")
-    state = g.new_state(seed, move_log=True)
-    actions = []
+    match = Match(g, [None if p == seat else bots[p] for p in range(g.num_players)], seed, move_log=True)
+    state = match.state
     names = {seat: "you"}
     shown = 0
 
@@ -170,7 +161,7 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         if p is None:
             break
         if p != seat:
-            action = _ask_bot(bots[p], state)
+            action = match.bot_action()
         else:
             out("")
             out(state.render(seat))
@@ -204,12 +195,11 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                     break
                 except ValueError as err:
                     out(f"not understood: {err}")
-        state.apply(action)
-        actions.append(int(action))
+        match.apply(action)
     if record:
         from kahve.agents.evaluation.records import make_record, write_records
         players = ["you" if q == seat else bot for q in range(g.num_players)]
-        write_records(record, [make_record(g, seed, actions, state, players=players)], append=True)
+        write_records(record, [make_record(g, seed, match.actions, state, players=players)], append=True)
         out(f"match recorded in {record} (seed {seed}); replay it with: kahve replay {record}")
     return 0
 

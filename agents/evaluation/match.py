@@ -45,14 +45,22 @@ class Match:
         if len(self.actions) > self.max_decisions:
             raise RuntimeError(f"match with seed {self.seed} did not end within {self.max_decisions} decisions")
 
+    def bot_action(self) -> int:
+        """The move of the bot to move. The move log is off while it decides, so the clones a search makes of
+        the state log nothing (and cost no copy of the log)."""
+        state = self.state
+        policy = self.policies[state.current_player]
+        log, state.move_log = state.move_log, None
+        try:
+            return decide(policy, state)
+        finally:
+            state.move_log = log
+
     def play_bots(self) -> None:
         """Let the bots move until the match is over or a person is to move."""
         state, policies = self.state, self.policies
-        while state.current_player is not None:
-            policy = policies[state.current_player]
-            if policy is None:
-                return
-            self.apply(decide(policy, state))
+        while state.current_player is not None and policies[state.current_player] is not None:
+            self.apply(self.bot_action())
 
     def result(self, record: bool = False) -> dict:
         """Winners, returns, deal points and decisions of the finished match (with ``record``: the seed, every

@@ -2,7 +2,8 @@
 
 The rules engine is the one authority: a table holds the engine state, applies the person's moves after
 checking them against ``legal_actions()``, and lets the bots choose theirs server-side through the policy
-specs everyone uses (:func:`kahve.agents.policies.specs.make_policy`, :func:`kahve.agents.policies.base.decide`).
+specs and the one match loop everyone uses (:func:`kahve.agents.policies.specs.make_policy`,
+:class:`kahve.agents.evaluation.match.Match`).
 What goes back to the page is built by :mod:`.views` from what the person's seat may see.
 
 A table belongs to the browser session that made it (its owner token) and has an unguessable id; a request
@@ -163,11 +164,11 @@ class Table:
             warnings.simplefilter("ignore")      # a bot trained with another target score plays on
             self.bots = {p: make_policy(opponent, game, self.seed * 100 + p)
                          for p in range(game.num_players) if p != seat}
-        for bot in self.bots.values():
-            if hasattr(bot, "reset"):
-                bot.reset()
-        self.state = game.new_state(self.seed, move_log=True)
-        self.actions: list[int] = []           # every chosen action (forced ones are the engine's), for the record
+        from kahve.agents.evaluation.match import Match
+        # the one match loop (bots' moves with the log off, every chosen action kept for the record)
+        self.match = Match(game, [self.bots.get(p) for p in range(game.num_players)], self.seed, move_log=True)
+        self.state = self.match.state
+        self.actions = self.match.actions      # every chosen action (forced ones are the engine's), for the record
         self.extra: dict = {}                  # what the seat saw that the state no longer shows (Ish's last cards)
         self.lock = threading.Lock()
         self.touched = time.monotonic()
@@ -193,8 +194,7 @@ class Table:
             if d["phase"] == "CALL":            # every drawn card is face up until the round is resolved
                 self.extra["ish_pending_cards"] = [list(h) if p in d["order"] else None
                                                    for p, h in enumerate(d["hands"])]
-        st.apply(action)
-        self.actions.append(int(action))
+        self.match.apply(action)
         return self._event(start, deals)
 
     def _event(self, start: int, deals_before: int) -> dict:
@@ -213,17 +213,10 @@ class Table:
         return events + self.run_bots()
 
     def run_bots(self) -> list[dict]:
-        from kahve.agents.policies.base import decide
         events = []
         st = self.state
         while st.current_player is not None and st.current_player != self.seat:
-            log = st.move_log
-            st.move_log = None     # a bot's search clones the state: none of its trials may reach the log
-            try:
-                action = decide(self.bots[st.current_player], st)
-            finally:
-                st.move_log = log
-            events.append(self._apply(action))
+            events.append(self._apply(self.match.bot_action()))
         return events
 
     def check_moves(self, actions: list[int]) -> None:
