@@ -10,7 +10,7 @@ from kahve import envs
 def add_game_arguments(parser: argparse.ArgumentParser, nargs=None) -> None:
     parser.add_argument("game", nargs=nargs, help="one of: " + ", ".join(envs.GAMES))
     parser.add_argument("--settings", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="game settings as in RULES.md, e.g. players=2 target_score=101")
+                        help="game settings as in docs/rules.md, e.g. players=2 target_score=101")
 
 
 def parse_settings(game: str, items: list[str]) -> dict:

@@ -1,4 +1,4 @@
-"""Shared test tools: random play on engines and envs, and the hidden-information check (RULES.md C-8)."""
+"""Shared test tools: random play on engines and envs, and the hidden-information check (docs/rules.md C-8)."""
 
 from __future__ import annotations
 

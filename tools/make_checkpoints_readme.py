@@ -34,10 +34,12 @@ def main() -> None:
             "`kahve.agents.Bot.load(path)` (needs only numpy and onnxruntime), name it as a policy anywhere",
             "(`kahve evaluate pishti checkpoints/pishti/ppo_2p.onnx heuristic --settings players=2`), or play it:",
             "`kahve play pishti --settings players=2 --bot checkpoints/pishti/ppo_2p.onnx`.", "",
-            "Win rates are over full matches with seats rotated and decks mirrored, 95% intervals. The bar",
-            "(CLARIFICATIONS.md): in Pâsur, Pişti (2 players) and Pis Yedili (2 players) the whole interval against the",
-            "heuristic above 50% and at least 90% against random; Pishe Pasha: the interval against the heuristic",
-            "reaching 50%; Ish: the known optimum (minimum stake, calling exactly when eligible).", "",
+            "Win rates are over full matches with seats rotated and decks mirrored, 95% intervals. The bars",
+            "(docs/design.md, \"Bars a bot report cites\"): in Pâsur, Pişti (2 players) and Pis Yedili (2 players) the",
+            "whole win-rate interval against the heuristic above 50% and the whole points-per-deal interval above 0;",
+            "Pishe Pasha: the interval against the heuristic reaching 50% and at least 90% against random; Ish: the",
+            "known optimum (minimum stake, calling exactly when eligible). A report states the bar as it stood when",
+            "its bot was exported.", "",
             "| bot | table | training | vs random | vs heuristic | bar |", "| --- | --- | --- | --- | --- | --- |",
             *rows, "", "Regenerate this page with `python tools/make_checkpoints_readme.py` after `kahve export ... --report`.", ""]
     (ROOT / "README.md").write_text("\n".join(text))

@@ -1,7 +1,7 @@
 """Does always giving win at Pishe Pasha? A head-to-head experiment on the kahve engine.
 
-The seed (``shared/seeds/000_*.txt``) reports that in its head-to-head runs "always giving beat both of the
-versions that held a card back". This script checks that claim on our engine (RULES.md §4, default
+The source rule text of Pishe Pasha (docs/rules.md §4) reports that in its head-to-head runs "always giving beat both of the
+versions that held a card back". This script checks that claim on our engine (docs/rules.md §4, default
 settings: optional GIVE, no wrap-around), using the engine alone.
 
 Policies (each decides only the real choices; the engine plays every forced step):

@@ -1,4 +1,4 @@
-"""Standard 52-card pack: integer ids and two-character strings (RULES.md C-1).
+"""Standard 52-card pack: integer ids and two-character strings (docs/rules.md C-1).
 
 Integer id = 13 * suit + rank, suit C=0 D=1 H=2 S=3, rank A=0, 2=1 ... T=9, J=10, Q=11, K=12.
 So ``AC`` = 0, ``2C`` = 1, ``JC`` = 10, ``TD`` = 22, ``AH`` = 26, ``KS`` = 51. Two-pack games reuse

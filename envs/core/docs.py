@@ -3,7 +3,7 @@
 Every game documents itself with a few class attributes on its :class:`~.engine.Game` subclass:
 
 * ``summary``: one Markdown paragraph;
-* ``rules_section``: its RULES.md section, e.g. ``"§1"``;
+* ``rules_section``: its docs/rules.md section, e.g. ``"§1"``;
 * ``doc_tables``: the representative tables, a list of settings dicts (the page computes agents, action and
   observation sizes by instantiating the game with each);
 * ``action_ranges``: a list of :class:`ActionRange`, covering ``0 .. num_actions - 1`` exactly once;
@@ -86,7 +86,7 @@ class ActionRange:
         return value(self.first), value(self.last)
 
 
-#: what the common reward options pay (RULES.md C-7); a game may override one in ``reward_texts``
+#: what the common reward options pay (docs/rules.md C-7); a game may override one in ``reward_texts``
 REWARD_TEXTS = {
     "outcome": "paid once, at the match end (C-7): the winning sides share +1 equally and the other sides share "
                "−1 equally; every seat receives its side's value (+1/−1 with two sides), and 0 when every side "
@@ -184,7 +184,7 @@ def render_page(game_class) -> str:
         ("Action mask", _per_table([f"`Box(0, 1, ({g.num_actions},), int8)`" for g in games])),
         ("Rewards", ", ".join(f"`{o!r}`" for o in gc.settings_spec.by_name["reward"].options)
          + f" (default `{gc.settings_spec.by_name['reward'].default!r}`)"),
-        ("Rules", f"RULES.md {gc.rules_section}"),
+        ("Rules", f"docs/rules.md {gc.rules_section}"),
     ]
     L += _table(["", ""], rows) + [""]
     L += ["Each agent observes `{\"observation\": float32 vector, \"action_mask\": int8 vector}`; "
@@ -197,7 +197,7 @@ def render_page(game_class) -> str:
 
     # ----- rules ------------------------------------------------------------------------------------------
     L += ["## Rules in brief", "",
-          f"The engine's specification (`kahve.envs.{name}.rules`), citing RULES.md {gc.rules_section} and its "
+          f"The engine's specification (`kahve.envs.{name}.rules`), citing docs/rules.md {gc.rules_section} and its "
           "rule ids (C-… for the shared conventions, game ids for the rules decisions):", "",
           "```text", *_rules_text(gc), "```", ""]
 

@@ -1,4 +1,4 @@
-"""The engine protocol every game implements (DESIGN.md, "The engine protocol").
+"""The engine protocol every game implements (docs/design.md, "The engine protocol").
 
 A game subclasses :class:`Game` (settings, sizes, deck check) and :class:`State` (the state machine).
 The base classes hold what all five games share, so no game re-implements it:
@@ -7,9 +7,9 @@ The base classes hold what all five games share, so no game re-implements it:
   the seed alone and a deal can be replayed with seats swapped (mirrored evaluation); ``chance_rng`` serves
   every other chance event (jack burial, Muamele, reaction times, a random first dealer);
 * checked ``apply`` (an illegal action raises :class:`IllegalActionError` naming it and the legal ones), and
-  ``skip_single_choice`` (RULES.md C-4): a decision with one legal action is applied by the engine;
+  ``skip_single_choice`` (docs/rules.md C-4): a decision with one legal action is applied by the engine;
 * deal and match bookkeeping: match totals per side, the deal report that the AEC adapter puts in
-  ``infos``, match end and truncation, rewards per RULES.md C-7 (``"outcome"`` and ``"points"``);
+  ``infos``, match end and truncation, rewards per docs/rules.md C-7 (``"outcome"`` and ``"points"``);
 * ``parse_action`` on top of the game's ``describe_action`` and bare forms.
 
 An engine imports nothing from PettingZoo, Gymnasium or torch.
@@ -152,7 +152,7 @@ class Game:
         return list(range(_cards.NUM_CARDS))
 
     def check_deck(self, deck: Sequence) -> list[int]:
-        """Parse and validate a preset deck (RULES.md C-3); ``ValueError`` names the offending cards."""
+        """Parse and validate a preset deck (docs/rules.md C-3); ``ValueError`` names the offending cards."""
         return _cards.check_standard_deck(deck, 1)
 
     def new_state(self, rng: random.Random | int | None = None, deck: Sequence | None = None,

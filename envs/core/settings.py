@@ -1,4 +1,4 @@
-"""Declarative game settings with validation (DESIGN.md: "Settings are keyword arguments ... validated").
+"""Declarative game settings with validation (docs/design.md: "Settings are keyword arguments ... validated").
 
 A game lists its settings once, as :class:`Setting` objects. :meth:`SettingsSpec.resolve` turns user keyword
 arguments into a frozen :class:`Settings` (attribute access), and every problem is a ``ValueError`` that names
@@ -237,7 +237,7 @@ def common_settings(cap_name: str, cap_default: int, cap_hi: int,
                     reward_options: Sequence[str] = ("outcome", "points"), reward_default: str = "outcome",
                     cap_lo: int = 1) -> list[Setting]:
     """The §0 settings every game has: a truncation cap, ``episode``, ``reward``, ``first_dealer``,
-    ``skip_single_choice`` (RULES.md C-4, C-6, C-7)."""
+    ``skip_single_choice`` (docs/rules.md C-4, C-6, C-7)."""
     return [
         Int(cap_name, cap_default, cap_lo, cap_hi, doc="truncation cap (C-6)"),
         Choice("episode", "match", ("match", "deal"), doc="one match, or one deal/round (C-6)"),

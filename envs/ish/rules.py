@@ -1,4 +1,4 @@
-"""Ish: the rules engine (RULES.md §5; seed ``shared/seeds/003_eaac616147b65dfc.txt``).
+"""Ish: the rules engine (docs/rules.md §5, from the source rule text described there).
 
 Ish is a betting game of pure luck for 2 to 20 players on a 40-card sun deck. Everyone stakes, draws two
 face-down cards, the dealer calls "Ish" and every card is turned up. The highest *result* wins, but only if its
@@ -45,7 +45,7 @@ win shared by k of N at truncation gives each winner (N−k)/(k·(N−1)) instea
 cannot depend on a k that is unknown when the first of them leaves). Always zero-sum. With
 ``episode="deal"`` the round's winner (highest chip change) wins, and a void round is a tie.
 
-Decisions beyond RULES.md:
+Decisions beyond docs/rules.md:
     * a stake on the ladder is rounded half up; duplicate stakes (when max_bet − min_bet < bet_levels − 1)
       are different actions with the same effect, and their text names the level ("bet 2 (level 1)");
     * the reaction times are drawn only for the members of V, in seat order from ``next(dealer)``;

@@ -1,4 +1,4 @@
-"""Pâsur (RULES.md §2): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
+"""Pâsur (docs/rules.md §2): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
 
 from .env import env, raw_env
 from .rules import PasurGame, PasurState

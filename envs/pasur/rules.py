@@ -1,4 +1,4 @@
-"""Pâsur: the rules engine (RULES.md §2; seed ``shared/seeds/004_75cde6dae18b25ca.txt``).
+"""Pâsur: the rules engine (docs/rules.md §2, from the source rule text described there).
 
 Pâsur (Haft-o Chahâr Yâzdah, "seven and four, eleven") is a Persian fishing game for 2 players (PA-10).
 A numeric card (A=1 … T=10) captures pool cards whose values bring the sum to 11; a K takes a K, a Q a Q;
@@ -63,7 +63,7 @@ Observation (§2i), length 390, relative to the observer; all values within [0, 
     "Unseen" is every card not in my hand, the pool, a captured pile or being played: the opponent's hand
     and the stock (a buried jack included).
 
-Decisions beyond RULES.md
+Decisions beyond docs/rules.md
     * The pool keeps the order cards arrived in; the text of a capture lists the taken cards in pool order
       (E1: ``"JD takes 3H AC"``); ``parse_action`` also accepts them in card-id order.
     * ``sur_cap_threshold`` must not exceed ``target_score`` when given; when it is left at its default

@@ -1,4 +1,4 @@
-"""Pis Yedili (RULES.md §3): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
+"""Pis Yedili (docs/rules.md §3): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
 
 from .env import env, raw_env
 from .rules import PisYediliGame, PisYediliState

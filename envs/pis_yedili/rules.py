@@ -1,4 +1,4 @@
-"""Pis Yedili ("Dirty Seven"): the rules engine (RULES.md §3; seed ``shared/seeds/002_1889faba5ce9d107.txt``).
+"""Pis Yedili ("Dirty Seven"): the rules engine (docs/rules.md §3, from the source rule text described there).
 
 A shedding game for 2 to 4 players: follow the top card's suit or rank, get rid of every card; the cards left in
 the other hands are penalty points. 2 players use one pack, 3 or 4 players two packs (104 cards, so identical
@@ -45,7 +45,7 @@ Scoring (§3d). Card values (PY-13): 2-10 face value, Q K 10, A 11, J 25.
     Totals add up; the match ends after a deal in which someone reaches ``game_end_penalty``; the lowest total
     wins, ties share (PY-12). ``max_deals`` truncates (the lowest total wins).
 
-Decisions beyond RULES.md (ours):
+Decisions beyond docs/rules.md (ours):
     * The twin rule compares with the card that was on top before the play; a play just after round 1 onto a
       first-round card can be a twin (the rule only never fires on round-1 plays themselves).
     * ``twin_rule="same_rank"``: an ordinary card on a card of the same rank, any suit (works with one pack).
@@ -56,7 +56,7 @@ Decisions beyond RULES.md (ours):
       penalty draws included); cards already drawn by that draw stay in the hand and are scored.
     * A J is written "JD names spades"; the bare forms name the suit after the card (see Actions). A plain
       "JD" is ambiguous (four actions) and is not accepted.
-    * Match totals in the observation are divided by ``game_end_penalty`` (RULES.md writes /101, the default)
+    * Match totals in the observation are divided by ``game_end_penalty`` (docs/rules.md writes /101, the default)
       and clipped at 10; at match end they may exceed 1.
     * ``muamele_multiplied`` or ``muamele_on_exhaustion`` set with ``muamele=False`` is a ValueError.
 

@@ -1,4 +1,4 @@
-"""Pishe Pasha: the rules engine (RULES.md §4; seed ``shared/seeds/000_0f9527f328b38240.txt``).
+"""Pishe Pasha: the rules engine (docs/rules.md §4, from the source rule text described there).
 
 Pishe Pasha (Pisha Pasha) is a two-player competitive patience: each player races to empty a face-down
 **stock** of 26 and a face-up **discard pile**, onto four shared **suit piles** (built A up to K, one per
@@ -37,7 +37,7 @@ Settings (§4e): ``match_target``, ``give_compulsory`` (Sam Caron's variant: whe
     of the engine), ``rank_wrap``, ``max_turns`` (turns per deal), and the §0 settings ``max_deals`` (the
     core's cap on deals per match), ``episode``, ``reward``, ``first_dealer``, ``skip_single_choice``.
 
-Decisions beyond RULES.md (ours)
+Decisions beyond docs/rules.md (ours)
     * A *turn* for ``max_turns`` is one player's turn, counted when it ends (a card went to the player's own
       discard pile). When a deal reaches ``max_turns`` completed turns without a winner it is a **drawn
       deal worth 0 points to both** (§4d): scored through the core's ``_end_deal([0, 0], ...)`` with

@@ -1,4 +1,4 @@
-"""Pişti (RULES.md §1): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
+"""Pişti (docs/rules.md §1): the engine in :mod:`.rules`, the AEC environment in :mod:`.env`."""
 
 from .env import env, raw_env
 from .rules import PishtiGame, PishtiState

@@ -1,10 +1,10 @@
-"""Pişti: the rules engine (RULES.md §1; seed ``shared/seeds/001_2506808f47ce0380.txt``).
+"""Pişti: the rules engine (docs/rules.md §1, from the source rule text described there).
 
 Pişti is a Turkish fishing game for 2 players, 4 individuals or 4 in two partnerships (PI-1). A played card
 captures the whole pile when it matches the rank of the top card; a jack captures the pile whatever shows.
 Capturing a pile of exactly one card is a *pişti*, worth 10 (a jack taking a lone jack 20).
 
-Deal (RULES.md §1a, deck index 0 is the top card, C-3)
+Deal (docs/rules.md §1a, deck index 0 is the top card, C-3)
     cards 0-2 face down on the pile, card 3 face up on top. A face-up jack is buried in the undealt rest of
     the deck at a uniformly random depth below its top card (PI-6, chance stream) and the rest's top card
     is turned up in its place, repeated while a jack shows. The pile is dealt before the hands (PI-7), so

@@ -96,7 +96,7 @@ def test_page_header_and_versions(game):
         assert f"({g.observation_size},)" in page
         assert f"`player_{g.num_players - 1}`" in page
     # the hand-written spec is on the page, its generated sections are not repeated
-    assert "RULES.md" in page and re.search(r"\b[A-Z]{2}-\d+\b", page)   # cites the rules decisions (PI-1, ...)
+    assert "docs/rules.md" in page and re.search(r"\b[A-Z]{2}-\d+\b", page)   # cites the rules decisions (PI-1, ...)
     assert "=====" not in page
 
 

@@ -1,4 +1,4 @@
-"""Ish (RULES.md §5): results, scripted rounds from exact decks, payouts, void rounds, reaction-time tie-breaks,
+"""Ish (docs/rules.md §5): results, scripted rounds from exact decks, payouts, void rounds, reaction-time tie-breaks,
 eliminations and match end, invariants over random rounds, the analytic optimum of §5e by simulation, hidden
 information, action text and bad input."""
 

@@ -1,4 +1,4 @@
-"""Pâsur engine (RULES.md §2): the worked examples E1-E3, captures, surs, the pool check, scoring and match
+"""Pâsur engine (docs/rules.md §2): the worked examples E1-E3, captures, surs, the pool check, scoring and match
 end, invariants over random rounds, hidden information, action text, and bad input."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ E1_STEPS = [  # (seat to move, action, text, what the turn log then says)
 
 @pytest.mark.parametrize("skip", [False, True])
 def test_e1_seed_sample_deal(skip):
-    """RULES.md §2g E1, with both values of skip_single_choice (C-4)."""
+    """docs/rules.md §2g E1, with both values of skip_single_choice (C-4)."""
     st = PasurGame(skip_single_choice=skip).new_state(5, deck=E1_DECK)
     d = st.to_dict()
     assert d["dealer"] == 0 and st.current_player == 1           # the non-dealer (seat 1) starts

@@ -1,4 +1,4 @@
-"""Pis Yedili (RULES.md §3): scripted deals from exact decks (E1-E3, round 1, ace, twins, going out), invariants
+"""Pis Yedili (docs/rules.md §3): scripted deals from exact decks (E1-E3, round 1, ace, twins, going out), invariants
 over random deals for 2, 3 and 4 players, hidden information, action text and bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pishe Pasha (RULES.md §4): scripted deals from exact decks, invariants over random deals, hidden
+"""Pishe Pasha (docs/rules.md §4): scripted deals from exact decks, invariants over random deals, hidden
 information, settings and bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pişti (RULES.md §1): scripted deals from exact decks, invariants over random deals, hidden information,
+"""Pişti (docs/rules.md §1): scripted deals from exact decks, invariants over random deals, hidden information,
 action text and bad input."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_pisti_and_no_pisti_on_the_opening_pile():
 @pytest.mark.parametrize("jack_double,jack_on_jack,jack_on_five", [
     ("never", 10, 10), ("jack_on_jack", 20, 10), ("any_jack", 20, 20)])
 def test_jack_pisti_values(jack_double, jack_on_jack, jack_on_five):
-    # RULES.md §1g E2: JS takes a lone JH / a lone 5H
+    # docs/rules.md §1g E2: JS takes a lone JH / a lone 5H
     st = opening(["5D", "JS", "KC", "KD"], ["JH", "QC", "QD", "QH"], jack_double=jack_double)
     play(st, "5D", "JH", "JS")
     assert st.pisti_points[1] == jack_on_jack

@@ -1,4 +1,4 @@
-"""Ish heuristic: the known optimum of RULES.md §5e.
+"""Ish heuristic: the known optimum of docs/rules.md §5e.
 
 Stake the minimum (the lowest level of the ladder), take any free slot (every choice is pure chance), and
 call exactly when eligible: holding the Crown, or the table's highest result when no Crown was drawn.

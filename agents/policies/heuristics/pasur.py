@@ -1,6 +1,6 @@
 """Pâsur heuristic: how a sensible player plays, from their own hand, the pool and the public piles.
 
-Every card counts by what it is worth in the round (RULES.md §2d): TD 3, 2C 2, each A and J 1, and each
+Every card counts by what it is worth in the round (docs/rules.md §2d): TD 3, 2C 2, each A and J 1, and each
 club about 1 while the 7-clubs race (7 points) is open (nothing once someone holds 7); a sur is worth
 ``sur_value`` (5), whether it scores or cancels one of the opponent's.
 

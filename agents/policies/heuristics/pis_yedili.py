@@ -1,4 +1,4 @@
-"""Pis Yedili heuristic: how a sensible player sheds, from their own hand and the table (RULES.md §3).
+"""Pis Yedili heuristic: how a sensible player sheds, from their own hand and the table (docs/rules.md §3).
 
 Points are penalties (lower is better): a card left in hand costs its value (J 25, A 11, 10/Q/K 10, 2-9 face
 value, so a 7 is 7) when someone goes out, times 2 if they went out on a J and 3 on a 7, and every 7 left in
