@@ -1,12 +1,11 @@
 """``kahve export RUN_DIR -o FILE.onnx``: one self-contained bot file from a training run, with an optional
-evaluation report beside it (FILE.md)."""
+evaluation report beside it (FILE.md). ``--sb3 FILE.zip`` also writes the checkpoint in stable-baselines3's own
+format (a pickle: load it only from people you trust).
+
+Nothing in the run folder is unpickled: the network comes from ``policy.npz`` (a finished run) or from the
+latest checkpoint's weights, rebuilt with the run's config.yaml."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
-
-import yaml
 
 
 def add_arguments(parser) -> None:
@@ -18,31 +17,50 @@ def add_arguments(parser) -> None:
     parser.add_argument("--games", type=int, default=200, help="matches per report evaluation")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--command", default=None, help="the training command, quoted in the report")
+    parser.add_argument("--sb3", metavar="FILE.zip", default=None,
+                        help="also write the latest checkpoint as a stable-baselines3 model file (SB3's pickle "
+                             "format, for use with SB3 itself)")
 
 
 def run(args) -> int:
-    from kahve import envs
-    from kahve.agents.policies.bot import bot_metadata, export_onnx
+    from kahve.agents.policies.bot import export_onnx
     from kahve.agents.policies.network import MLP
+    from kahve.agents.training import config as config_mod
+    from kahve.agents.training.run_dir import RunDir, load_npz
 
-    run_dir = Path(args.run_dir)
-    cfg_file = run_dir / "config.yaml"
-    if not cfg_file.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a training run folder (no config.yaml)")
-    cfg = yaml.safe_load(cfg_file.read_text())
-    summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    if (run_dir / "policy.npz").exists():
-        mlp = MLP.load(run_dir / "policy.npz")
+    run_dir = RunDir(args.run_dir)
+    cfg = config_mod.saved_config(run_dir.read_config(), str(run_dir.config))
+    summary = run_dir.read_summary() or {}
+    ck = run_dir.find_checkpoint()
+    state = ck.read_state() if ck is not None else None
+    finished = (summary and not summary.get("interrupted") and run_dir.policy.is_file()
+                and (state is None or summary.get("steps") == state["steps"]))
+    model = None
+    if finished:
+        try:
+            mlp = MLP.from_arrays(load_npz(run_dir.policy))
+        except (KeyError, ValueError) as err:
+            raise ValueError(f"{run_dir.policy}: not a network file ({err})") from None
+        steps, evaluation, wall = summary["steps"], summary.get("evaluation", {}), summary.get("wall_seconds_total")
+    elif ck is not None:
+        from kahve.agents.training.trainer import model_from_checkpoint
+        model = model_from_checkpoint(cfg, run_dir, ck)
+        mlp = MLP.from_sb3(model)
+        steps, evaluation, wall = state["steps"], state.get("last_eval") or {}, state.get("wall_seconds")
     else:
-        from kahve.agents.training.trainer import load_model
-        mlp = MLP.from_sb3(load_model(cfg, None, run_dir / "checkpoints" / "latest" / "model.zip"))
-    game = envs.game_class(cfg["game"])(**cfg["settings"])
-    state_file = run_dir / "checkpoints" / "latest" / "state.json"
-    steps = summary.get("steps") or (json.loads(state_file.read_text())["steps"] if state_file.exists() else 0)
-    meta = bot_metadata(game, cfg["algorithm"], steps, summary.get("evaluation", {}), network=cfg["network"],
-                        config=cfg, wall_seconds=summary.get("wall_seconds_total"))
+        raise FileNotFoundError(f"{run_dir} has neither a final network (policy.npz) nor a checkpoint")
+    meta = run_dir.bot_metadata(cfg, steps, evaluation, wall_seconds=wall)
     path = export_onnx(mlp, args.output, meta)
     print(f"wrote {path} ({path.stat().st_size:,} bytes): {cfg['game']} {cfg['algorithm']}, {steps:,} steps")
+    if args.sb3:
+        if ck is None:
+            raise FileNotFoundError(f"{run_dir} has no checkpoint to write in SB3's format")
+        if model is None:
+            from kahve.agents.training.trainer import model_from_checkpoint
+            model = model_from_checkpoint(cfg, run_dir, ck)
+        model.save(args.sb3)
+        print(f"wrote {args.sb3}: stable-baselines3's format, step {state['steps']:,} (a pickle: loading it runs "
+              "code, so share it only with people who trust you)")
     if args.report is not None:
         from kahve.agents.evaluation.report import write_report
         opponents = args.report or ["random", "heuristic", "ismcts:200"]

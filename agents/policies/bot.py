@@ -1,4 +1,4 @@
-"""Shipped bots: one self-describing ONNX file per policy (DESIGN.md "Policies, bots, configs").
+"""Shipped bots: one self-describing ONNX file per policy (docs/design.md "Policies, bots, configs").
 
 The graph maps ``observation`` (float32, [batch, observation_size]) to ``logits`` ([batch, num_actions]):
 action logits for PPO, Q-values for DQN. The action mask is applied outside the graph, so any ONNX runtime
@@ -8,7 +8,9 @@ the evaluation summary.
 
 Loading needs only numpy and onnxruntime. A file for another game, another observation layout or space
 size, or a file that is not a kahve bot, is refused with a clear error; settings that do not shape the spaces
-(a different target score, say) only warn.
+(a different target score, say) only warn. A file is checked whole when it loads (:class:`BotFileError`):
+metadata with every key and type, a graph whose input and output names and sizes are the metadata's, and
+finite outputs (NaN or infinite weights show in them).
 """
 
 from __future__ import annotations
@@ -100,11 +102,13 @@ class Bot:
         except Exception as err:  # onnxruntime raises its own exception types for unreadable files
             raise BotFileError(f"{path} is not a readable kahve bot file ({type(err).__name__}: "
                                f"{str(err).splitlines()[0][:200] if str(err) else 'no details'})") from None
-        if meta.get("format") != FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise BotFileError(f"{path} is an ONNX file but not a kahve bot (no kahve metadata)")
         if meta.get("format_version") != FORMAT_VERSION:
             raise BotFileError(f"{path} has bot format version {meta.get('format_version')}; this kahve reads "
                                f"version {FORMAT_VERSION}")
+        check_metadata(meta, path)
+        check_graph(session, meta, path)
         return session, meta
 
     @classmethod
@@ -124,6 +128,57 @@ class Bot:
 
     def act(self, observation, action_mask, state=None) -> int:
         return masked_choice(self.logits(observation), action_mask, self.temperature, self.rng)
+
+
+#: the metadata every bot file carries, and its type
+REQUIRED = {"game": str, "env_version": (int, str), "settings": dict, "observation_size": int, "num_actions": int,
+            "algorithm": str}
+
+
+def check_metadata(meta: dict, path: str = "bot") -> None:
+    """The metadata has every key :func:`check_fits` and the players rely on, with the right types."""
+    for key, kind in REQUIRED.items():
+        if key not in meta:
+            raise BotFileError(f"{path}: the bot metadata has no {key!r}")
+        value = meta[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise BotFileError(f"{path}: the bot metadata's {key!r} is {value!r}, not "
+                               + ("a mapping" if kind is dict else "a number" if kind is int else "a text"
+                                  if kind is str else "a version"))
+    if meta["observation_size"] < 1 or meta["num_actions"] < 1:
+        raise BotFileError(f"{path}: the bot metadata gives {meta['observation_size']} observations and "
+                           f"{meta['num_actions']} actions")
+    if not all(isinstance(k, str) for k in meta["settings"]):
+        raise BotFileError(f"{path}: the bot metadata's settings have names that are not text")
+
+
+def check_graph(session, meta: dict, path: str = "bot") -> None:
+    """The graph takes ``observation`` [batch, observation_size] and gives ``logits`` [batch, num_actions] as the
+    metadata says, and gives finite numbers (a NaN or infinite weight shows in the output for any input)."""
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    want_in, want_out = meta["observation_size"], meta["num_actions"]
+    if [i.name for i in inputs] != ["observation"] or [o.name for o in outputs] != ["logits"]:
+        raise BotFileError(f"{path}: the graph maps {[i.name for i in inputs]} to {[o.name for o in outputs]}; a "
+                           "kahve bot maps ['observation'] to ['logits']")
+    for what, node, want in (("input", inputs[0], want_in), ("output", outputs[0], want_out)):
+        shape = list(node.shape)
+        if len(shape) != 2 or not (shape[1] == want or shape[1] is None or isinstance(shape[1], str)):
+            raise BotFileError(f"{path}: the graph's {what} {node.name!r} has shape {shape}; the metadata says "
+                               f"[batch, {want}]")
+        if node.type != "tensor(float)":
+            raise BotFileError(f"{path}: the graph's {what} {node.name!r} is {node.type}, not tensor(float)")
+    try:
+        out = np.concatenate([session.run(["logits"], {"observation": np.full((1, want_in), v, np.float32)})[0]
+                              for v in (0.0, 1.0)])
+    except Exception as err:  # onnxruntime's own exception types
+        raise BotFileError(f"{path}: the graph does not run on observations of {want_in} "
+                           f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else 'no details'})") \
+            from None
+    if out.shape != (2, want_out):
+        raise BotFileError(f"{path}: the graph gives logits of shape {list(out.shape)[1:]}; the metadata says "
+                           f"{want_out} actions")
+    if not np.isfinite(out).all():
+        raise BotFileError(f"{path}: the network gives NaN or infinite values (broken weights)")
 
 
 def check_fits(meta: dict, game, path: str = "bot") -> None:

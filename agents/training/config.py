@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,8 @@ from kahve import envs
 
 
 @dataclass(frozen=True)
-class F:
-    """One config field: type, default, and optional bounds or choices."""
+class Field:
+    """One config key: type, default, and optional bounds or choices."""
     type: type
     default: Any
     lo: float | None = None
@@ -32,74 +34,75 @@ class F:
 OPPONENT_DEFAULT = [{"policy": "random", "weight": 1.0}, {"policy": "heuristic", "weight": 1.0}]
 
 SCHEMA: dict = {
-    "game": F(str, None, choices=tuple(envs.GAMES), doc="the game"),
-    "settings": F(dict, {}, doc="game settings (RULES.md names), e.g. {players: 2, episode: deal}"),
-    "algorithm": F(str, "ppo", choices=("ppo", "dqn")),
-    "seed": F(int, 0, 0, 2**31 - 1),
-    "total_timesteps": F(int, 200_000, 1, 10**10, doc="learner decisions in the whole run"),
-    "n_envs": F(int, 4, 1, 256, doc="parallel environments"),
-    "vec_env": F(str, "dummy", choices=("subproc", "dummy"),
-                 doc="dummy: envs in the learner's process (fastest on 2 cores: `kahve bench --ppo` measured "
-                     "1.8x the steps/s of subprocesses); subproc: one process per env, for machines with more "
-                     "cores than envs"),
-    "device": F(str, "cpu", choices=("cpu", "cuda", "auto")),
-    "torch_threads": F(int, 1, 1, 256, doc="torch threads in the learner process (1 is stable on small CPUs)"),
-    "output": F(str, "runs/{game}_{algorithm}_{seed}", doc="run folder; {game} {algorithm} {seed} expand"),
-    "checkpoint_every": F(int, 50_000, 1, 10**10, doc="steps between checkpoints"),
+    "game": Field(str, None, choices=tuple(envs.GAMES), doc="the game"),
+    "settings": Field(dict, {}, doc="game settings (named as in docs/rules.md), e.g. {players: 2, episode: deal}"),
+    "algorithm": Field(str, "ppo", choices=("ppo", "dqn")),
+    "seed": Field(int, 0, 0, 2**31 - 1),
+    "total_timesteps": Field(int, 200_000, 1, 10**10, doc="learner decisions in the whole run"),
+    "n_envs": Field(int, 4, 1, 256, doc="parallel environments"),
+    "vec_env": Field(str, "dummy", choices=("subproc", "dummy"),
+                     doc="dummy: envs in the learner's process (fastest on 2 cores: `kahve bench --ppo` measured "
+                         "1.8x the steps/s of subprocesses); subproc: one process per env, for machines with more "
+                         "cores than envs"),
+    "device": Field(str, "cpu", choices=("cpu", "cuda", "auto")),
+    "torch_threads": Field(int, 1, 1, 256, doc="torch threads in the learner process (1 is stable on small CPUs)"),
+    "output": Field(str, "runs/{game}_{algorithm}_{seed}", doc="run folder; {game} {algorithm} {seed} expand"),
+    "checkpoint_every": Field(int, 50_000, 1, 10**10, doc="steps between checkpoints"),
     "network": {
-        "hidden": F(list, [256, 256], doc="hidden layer sizes"),
-        "activation": F(str, "tanh", choices=("tanh", "relu")),
+        "hidden": Field(list, [256, 256], doc="hidden layer sizes"),
+        "activation": Field(str, "tanh", choices=("tanh", "relu")),
     },
     "ppo": {
-        "learning_rate": F(float, 3e-4, 1e-7, 1.0),
-        "n_steps": F(int, 512, 8, 1_000_000, doc="steps per env per update"),
-        "batch_size": F(int, 256, 8, 1_000_000),
-        "n_epochs": F(int, 4, 1, 100),
-        "gamma": F(float, 0.99, 0.0, 1.0),
-        "gae_lambda": F(float, 0.95, 0.0, 1.0),
-        "clip_range": F(float, 0.2, 0.0, 1.0),
-        "ent_coef": F(float, 0.01, 0.0, 1.0),
-        "vf_coef": F(float, 0.5, 0.0, 10.0),
-        "max_grad_norm": F(float, 0.5, 0.0, 100.0),
+        "learning_rate": Field(float, 3e-4, 1e-7, 1.0),
+        "n_steps": Field(int, 512, 8, 1_000_000, doc="steps per env per update"),
+        "batch_size": Field(int, 256, 8, 1_000_000),
+        "n_epochs": Field(int, 4, 1, 100),
+        "gamma": Field(float, 0.99, 0.0, 1.0),
+        "gae_lambda": Field(float, 0.95, 0.0, 1.0),
+        "clip_range": Field(float, 0.2, 0.0, 1.0),
+        "ent_coef": Field(float, 0.01, 0.0, 1.0),
+        "vf_coef": Field(float, 0.5, 0.0, 10.0),
+        "max_grad_norm": Field(float, 0.5, 0.0, 100.0),
     },
     "dqn": {
-        "learning_rate": F(float, 1e-4, 1e-7, 1.0),
-        "buffer_size": F(int, 100_000, 100, 10**8),
-        "learning_starts": F(int, 5_000, 0, 10**9),
-        "batch_size": F(int, 128, 1, 100_000),
-        "gamma": F(float, 0.99, 0.0, 1.0),
-        "train_freq": F(int, 4, 1, 10_000),
-        "gradient_steps": F(int, 1, 1, 1000),
-        "target_update_interval": F(int, 2_000, 1, 10**8),
-        "exploration_fraction": F(float, 0.3, 0.0, 1.0),
-        "exploration_initial_eps": F(float, 1.0, 0.0, 1.0),
-        "exploration_final_eps": F(float, 0.05, 0.0, 1.0),
-        "max_grad_norm": F(float, 10.0, 0.0, 1000.0),
+        "learning_rate": Field(float, 1e-4, 1e-7, 1.0),
+        "buffer_size": Field(int, 100_000, 100, 10**8),
+        "learning_starts": Field(int, 5_000, 0, 10**9),
+        "batch_size": Field(int, 128, 1, 100_000),
+        "gamma": Field(float, 0.99, 0.0, 1.0),
+        "train_freq": Field(int, 4, 1, 10_000),
+        "gradient_steps": Field(int, 1, 1, 1000),
+        "target_update_interval": Field(int, 2_000, 1, 10**8),
+        "exploration_fraction": Field(float, 0.3, 0.0, 1.0),
+        "exploration_initial_eps": Field(float, 1.0, 0.0, 1.0),
+        "exploration_final_eps": Field(float, 0.05, 0.0, 1.0),
+        "max_grad_norm": Field(float, 10.0, 0.0, 1000.0),
     },
     "pretrain": {
-        "steps": F(int, 0, 0, 10**8, doc="teacher decisions to imitate before PPO (behaviour cloning); 0: off"),
-        "teacher": F(str, "heuristic", doc="the policy imitated"),
-        "epochs": F(int, 5, 1, 1000),
-        "batch_size": F(int, 512, 8, 10**6),
-        "learning_rate": F(float, 1e-3, 1e-7, 1.0),
-        "dagger_rounds": F(int, 0, 0, 100, doc="DAgger rounds after cloning: the clone plays, the teacher labels"),
-        "dagger_steps": F(int, 0, 0, 10**8, doc="decisions collected per DAgger round; 0: as many as steps"),
-        "dagger_epochs": F(int, 5, 1, 1000, doc="epochs over all the data after each DAgger round"),
+        "steps": Field(int, 0, 0, 10**8, doc="teacher decisions to imitate before PPO (behaviour cloning); 0: off"),
+        "teacher": Field(str, "heuristic", doc="the policy imitated"),
+        "epochs": Field(int, 5, 1, 1000),
+        "batch_size": Field(int, 512, 8, 10**6),
+        "learning_rate": Field(float, 1e-3, 1e-7, 1.0),
+        "dagger_rounds": Field(int, 0, 0, 100,
+                               doc="DAgger rounds after cloning: the clone plays, the teacher labels"),
+        "dagger_steps": Field(int, 0, 0, 10**8, doc="decisions collected per DAgger round; 0: as many as steps"),
+        "dagger_epochs": Field(int, 5, 1, 1000, doc="epochs over all the data after each DAgger round"),
     },
     "opponents": {
-        "pool": F(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
+        "pool": Field(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
         "self_play": {
-            "every": F(int, 0, 0, 10**10, doc="steps between snapshots of the learner; 0: no self-play"),
-            "weight": F(float, 1.0, 0.0, 1000.0, doc="pool weight of each snapshot"),
-            "max_snapshots": F(int, 5, 1, 1000),
+            "every": Field(int, 0, 0, 10**10, doc="steps between snapshots of the learner; 0: no self-play"),
+            "weight": Field(float, 1.0, 0.0, 1000.0, doc="pool weight of each snapshot"),
+            "max_snapshots": Field(int, 5, 1, 1000),
         },
     },
     "evaluation": {
-        "every": F(int, 50_000, 0, 10**10, doc="steps between evaluations; 0: only at the end"),
-        "games": F(int, 100, 2, 10**6),
-        "opponents": F(list, ["random", "heuristic"]),
-        "workers": F(int, 2, 1, 256),
-        "settings": F(dict, {}, doc="settings changed for evaluation, e.g. {episode: match}"),
+        "every": Field(int, 50_000, 0, 10**10, doc="steps between evaluations; 0: only at the end"),
+        "games": Field(int, 100, 2, 10**6),
+        "opponents": Field(list, ["random", "heuristic"]),
+        "workers": Field(int, 2, 1, 256),
+        "settings": Field(dict, {}, doc="settings changed for evaluation, e.g. {episode: match}"),
     },
 }
 
@@ -108,22 +111,22 @@ def defaults(schema: dict = SCHEMA) -> dict:
     return {k: (defaults(v) if isinstance(v, dict) else copy.deepcopy(v.default)) for k, v in schema.items()}
 
 
-def _check_value(path: str, f: F, value: Any) -> Any:
-    if f.type is float and isinstance(value, int) and not isinstance(value, bool):
+def _check_value(path: str, field: Field, value: Any) -> Any:
+    if field.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if f.type is float and isinstance(value, str):   # YAML 1.1 reads "1e-4" (no dot) as a string
+    if field.type is float and isinstance(value, str):   # YAML 1.1 reads "1e-4" (no dot) as a string
         try:
             value = float(value)
         except ValueError:
             pass
-    ok = isinstance(value, f.type) and not (f.type in (int, float) and isinstance(value, bool))
+    ok = isinstance(value, field.type) and not (field.type in (int, float) and isinstance(value, bool))
     if not ok:
-        raise ValueError(f"config key {path!r}: expected {f.type.__name__}, got {value!r}")
-    if f.choices is not None and value not in f.choices:
+        raise ValueError(f"config key {path!r}: expected {field.type.__name__}, got {value!r}")
+    if field.choices is not None and value not in field.choices:
         raise ValueError(f"config key {path!r}: {value!r} is not allowed; allowed: "
-                         + ", ".join(repr(c) for c in f.choices))
-    if f.lo is not None and not (f.lo <= value <= f.hi):
-        raise ValueError(f"config key {path!r}: {value!r} is out of range {f.lo}..{f.hi}")
+                         + ", ".join(repr(c) for c in field.choices))
+    if field.lo is not None and not (field.lo <= value <= field.hi):
+        raise ValueError(f"config key {path!r}: {value!r} is out of range {field.lo}..{field.hi}")
     return value
 
 
@@ -145,15 +148,27 @@ def _merge(schema: dict, base: dict, user: Any, path: str = "") -> dict:
     return out
 
 
+def _check_settings(where: str, settings: dict) -> None:
+    for name in settings:
+        if not isinstance(name, str):
+            raise ValueError(f"config key {where!r}: setting names are words (e.g. players), got {name!r}")
+
+
 def _check_semantics(cfg: dict) -> None:
     if cfg["game"] is None:
         raise ValueError("config key 'game' is required; one of: " + ", ".join(envs.GAMES))
     game_cls = envs.game_class(cfg["game"])
+    _check_settings("settings", cfg["settings"])
+    _check_settings("evaluation.settings", cfg["evaluation"]["settings"])
     try:
-        game_cls(**cfg["settings"])
-        game_cls(**{**cfg["settings"], **cfg["evaluation"]["settings"]})
+        game = game_cls(**cfg["settings"])
     except ValueError as err:
         raise ValueError(f"config key 'settings': {err}") from None
+    try:
+        eval_game = game_cls(**{**cfg["settings"], **cfg["evaluation"]["settings"]})
+    except ValueError as err:
+        raise ValueError(f"config key 'evaluation.settings': {err}") from None
+    _check_evaluation_spaces(cfg, game, eval_game)
     hidden = cfg["network"]["hidden"]
     if not hidden or not all(isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= 65536 for h in hidden):
         raise ValueError(f"config key 'network.hidden': expected a non-empty list of layer sizes, got {hidden!r}")
@@ -161,13 +176,13 @@ def _check_semantics(cfg: dict) -> None:
     if not pool:
         raise ValueError("config key 'opponents.pool': needs at least one opponent")
     from ..policies.specs import make_policy
-    game = game_cls(**cfg["settings"])
     for k, item in enumerate(pool):
         where = f"opponents.pool[{k}]"
         if not isinstance(item, dict) or set(item) - {"policy", "weight"} or "policy" not in item:
             raise ValueError(f"config key {where!r}: expected {{policy: SPEC, weight: W}}, got {item!r}")
         weight = item.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        if (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight)
+                or weight <= 0):
             raise ValueError(f"config key {where + '.weight'!r}: expected a positive number, got {weight!r}")
         try:
             make_policy(item["policy"], game, 0)
@@ -187,6 +202,102 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
+    _check_memory(cfg, game)
+
+
+def _check_evaluation_spaces(cfg: dict, game, eval_game) -> None:
+    """Evaluation may change how a match is played and scored, not what the agent sees or can do."""
+    from ..policies.bot import SPACE_SETTINGS
+    trained, evaluated = game.settings.as_dict(), eval_game.settings.as_dict()
+    changed = [k for k in SPACE_SETTINGS if trained.get(k) != evaluated.get(k)]
+    if changed or (game.observation_size, game.num_actions) != (eval_game.observation_size, eval_game.num_actions):
+        what = ", ".join(f"{k}={evaluated.get(k)!r}" for k in changed) or "these settings"
+        raise ValueError(f"config key 'evaluation.settings': {what} changes the observations or actions the agent "
+                         f"is trained on (" + (", ".join(f"{k}={trained.get(k)!r}" for k in changed) or
+                                              f"{game.observation_size} observations, {game.num_actions} actions")
+                         + "); evaluation can change only settings such as episode, reward or target_score")
+
+
+# ----- memory ---------------------------------------------------------------------------------------------------
+def machine_memory() -> int | None:
+    """Bytes of physical memory of this machine (None if unknown): what no run here can exceed."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_estimate(cfg: dict, game) -> dict[str, int]:
+    """Bytes the big allocations of a run need, by the config key that sizes them."""
+    obs, actions = game.observation_size, game.num_actions
+    sizes = [obs, *cfg["network"]["hidden"]]
+    trunk = sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+    last = sizes[-1]
+    need = {}
+    if cfg["algorithm"] == "ppo":
+        params = 2 * trunk + last * actions + actions + last + 1           # policy and value nets, two heads
+        need["network.hidden"] = params * 4 * 4                              # weights, gradients, Adam's two moments
+        rollout = cfg["ppo"]["n_steps"] * cfg["n_envs"]
+        need["ppo.n_steps"] = rollout * (obs * 4 + actions + 6 * 4)          # observations, masks, scalars
+    else:
+        params = trunk + last * actions + actions
+        need["network.hidden"] = params * 4 * 5                              # + the target network
+        need["dqn.buffer_size"] = cfg["dqn"]["buffer_size"] * (2 * obs * 4 + actions + 8 + 3 * 4)
+    pre = cfg["pretrain"]
+    if pre["steps"]:
+        decisions = pre["steps"] + pre["dagger_rounds"] * (pre["dagger_steps"] or pre["steps"])
+        need["pretrain.steps"] = decisions * (obs * 4 + actions + 8 + 4 + 1)
+    return need
+
+
+def _check_memory(cfg: dict, game) -> None:
+    have = machine_memory()
+    if have is None:
+        return
+    need = memory_estimate(cfg, game)
+    total = sum(need.values())
+    if total > have:
+        key = max(need, key=need.get)
+        value = cfg
+        for part in key.split("."):
+            value = value[part]
+        raise ValueError(f"config key {key!r}: {value!r} needs about {_gb(need[key])} of memory "
+                         f"({_gb(total)} for the whole run); this machine has {_gb(have)} of memory")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 2**30:.1f} GB" if n >= 2**28 else f"{n / 2**20:.0f} MB"
+
+
+# ----- reading YAML ---------------------------------------------------------------------------------------------
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = key in first_line
+                except TypeError:
+                    continue                 # an unhashable key: the base class says what is wrong with it
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first given on line {first_line[key] + 1})",
+                        key_node.start_mark)
+                first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """YAML text read with the safe loader, refusing duplicate keys; errors name ``source``."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{source}: not valid YAML ({' '.join(str(err).split())})") from None
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
@@ -197,9 +308,9 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
             raise ValueError(f"an override must be written key=value, not {item!r}")
         key, text = item.split("=", 1)
         try:
-            value = yaml.safe_load(text)
+            value = yaml.load(text, Loader=_UniqueKeyLoader)
         except yaml.YAMLError as err:
-            raise ValueError(f"override {item!r}: cannot read the value ({err})") from None
+            raise ValueError(f"override {item!r}: cannot read the value ({' '.join(str(err).split())})") from None
         node = raw
         parts = key.strip().split(".")
         for p in parts[:-1]:
@@ -210,11 +321,29 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     return raw
 
 
+def _expand_output(cfg: dict) -> str:
+    template = cfg["output"]
+    try:
+        out = template.format(game=cfg["game"], algorithm=cfg["algorithm"], seed=cfg["seed"])
+    except (KeyError, IndexError, ValueError, AttributeError) as err:
+        raise ValueError(f"config key 'output': {template!r} cannot be expanded ({type(err).__name__}: {err}); "
+                         "the placeholders are {game}, {algorithm} and {seed}") from None
+    if not out.strip():
+        raise ValueError("config key 'output': empty; give the run folder, e.g. runs/{game}_{algorithm}_{seed}")
+    path = Path(out)
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ValueError(f"config key 'output': {p} exists and is not a folder")
+            break
+    return out
+
+
 def resolve(raw: dict) -> dict:
     """Defaults + the user's tree, validated. Returns the full resolved config."""
     cfg = _merge(SCHEMA, defaults(), raw)
     _check_semantics(cfg)
-    cfg["output"] = cfg["output"].format(game=cfg["game"], algorithm=cfg["algorithm"], seed=cfg["seed"])
+    cfg["output"] = _expand_output(cfg)
     return cfg
 
 
@@ -229,10 +358,57 @@ def load(path, overrides: list[str] | None = None) -> dict:
                                     + ", ".join(sorted(str(p.relative_to(configs.ROOT)) for p in configs.ROOT.glob("*/*.yaml")))
                                     + ")")
         path = shipped
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML ({err})") from None
+    raw = read_yaml(path.read_text(), str(path)) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a config is a mapping of keys, got {type(raw).__name__}")
     return resolve(apply_overrides(raw, overrides or []))
+
+
+# ----- resuming --------------------------------------------------------------------------------------------------
+#: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives
+FIXED_ON_RESUME = ("game", "settings", "algorithm", "network.hidden", "network.activation", "output")
+#: and for DQN, the replay buffer's layout
+FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size")
+
+
+def for_resume(saved: dict, overrides: list[str], source: str = "config.yaml") -> dict:
+    """The config of a resumed run: the run's saved config with ``overrides``; changing a key the checkpoint
+    depends on (:data:`FIXED_ON_RESUME`) is an error naming the key."""
+    try:
+        before = resolve(saved)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    raw = apply_overrides(saved, overrides)
+    merged = _merge(SCHEMA, defaults(), raw)          # the keys and types; the fixed keys before anything else
+    fixed = FIXED_ON_RESUME + (FIXED_ON_RESUME_DQN if before["algorithm"] == "dqn" else ())
+    for key in fixed:
+        old, new = _get(before, key), _get(merged, key)
+        if key == "output":
+            new = _expand_output(merged)
+        if old != new:
+            raise ValueError(f"config key {key!r} cannot change when resuming (the run has {old!r}, the override "
+                             f"gives {new!r}); start a new run for that (kahve train CONFIG --override ...)")
+    return resolve(raw)
+
+
+def saved_config(raw: dict, source: str = "config.yaml") -> dict:
+    """A run's saved config for reading its results (export): keys, types and the game checked, not what
+    training alone needs (its opponents, budgets)."""
+    try:
+        cfg = _merge(SCHEMA, defaults(), raw)
+        if cfg["game"] is None:
+            raise ValueError("config key 'game' is required")
+        _check_settings("settings", cfg["settings"])
+        try:
+            envs.game_class(cfg["game"])(**cfg["settings"])
+        except ValueError as err:
+            raise ValueError(f"config key 'settings': {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    return cfg
+
+
+def _get(cfg: dict, key: str):
+    for part in key.split("."):
+        cfg = cfg.get(part) if isinstance(cfg, dict) else None
+    return cfg

@@ -1,6 +1,6 @@
 """DQN with action masks, on top of stable-baselines3's DQN.
 
-Masks enter in three places (STYLE.md: masking only action selection is a known mistake):
+Masks enter in three places (masking only action selection is a known mistake of masked DQNs):
 
 1. exploration: epsilon-greedy picks a uniformly random *legal* action, and the warm-up too;
 2. acting: the greedy action is the best legal one (``predict(..., action_masks=...)``);

@@ -2,7 +2,7 @@
 
 The learner owns one side of the table (in partnerships both seats of its side); the opponents act inside
 ``step()``, so a trajectory holds only the learner's own observations, actions and rewards (no mixing of
-viewpoints, STYLE.md). The side rotates from episode to episode, so the learner plays every seat. The reward
+viewpoints, a known self-play mistake). The side rotates from episode to episode, so the learner plays every seat. The reward
 is the learner's own, per the game's ``reward`` setting. ``action_masks()`` is a method of the env (the mask of
 the observation last returned), so sb3-contrib's masking works through ``SubprocVecEnv`` too. The mask is not
 repeated in ``info``: SB3's ``DummyVecEnv`` deep-copies every info dict on every step.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 from ..policies.network import MLP, NetworkPolicy
@@ -24,7 +25,8 @@ class OpponentPool:
         for spec, weight in entries:
             if not (isinstance(spec, (str, MLP))):
                 raise ValueError(f"an opponent is a policy spec or a snapshot, not {spec!r}")
-            if not weight > 0:
+            if (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight)
+                    or weight <= 0):
                 raise ValueError(f"opponent {spec!r}: weight must be positive, got {weight!r}")
         self.entries = list(entries)
         self._init_draws()
@@ -84,9 +86,29 @@ class OpponentPool:
 
     @classmethod
     def load(cls, folder) -> "OpponentPool":
+        """A saved pool; a file that cannot be read is a ``ValueError`` naming it (never unpickled)."""
+        from .run_dir import load_npz, read_json
         folder = Path(folder)
+        listing = read_json(folder / "pool.json")
+        if not isinstance(listing, list):
+            raise ValueError(f"{folder / 'pool.json'}: expected a list of opponents, got {type(listing).__name__}")
         entries = []
-        for item in json.loads((folder / "pool.json").read_text()):
-            spec = MLP.load(folder / item["snapshot"]) if "snapshot" in item else item["policy"]
+        for k, item in enumerate(listing):
+            ok = (isinstance(item, dict) and isinstance(item.get("weight"), (int, float))
+                  and isinstance(item.get("snapshot", item.get("policy")), str))
+            if not ok:
+                raise ValueError(f"{folder / 'pool.json'}: entry {k} is not {{policy|snapshot: NAME, weight: W}}: "
+                                 f"{item!r}")
+            if "snapshot" in item:
+                path = folder / Path(item["snapshot"]).name         # a snapshot lives in this folder
+                try:
+                    spec = MLP.from_arrays(load_npz(path))
+                except (KeyError, ValueError) as err:
+                    raise ValueError(f"{path}: not a network snapshot ({err})") from None
+            else:
+                spec = item["policy"]
             entries.append((spec, float(item["weight"])))
-        return cls(entries)
+        try:
+            return cls(entries)
+        except ValueError as err:
+            raise ValueError(f"{folder / 'pool.json'}: {err}") from None

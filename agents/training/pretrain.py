@@ -10,6 +10,8 @@ A clone errs now and then, reaches states the teacher never showed it, and errs 
 compound). DAgger (Ross, Gordon & Bagnell, 2011) fixes that: the cloned policy plays the learner's seat, the
 teacher labels every state it reaches, the labels join the data and the policy is fitted again, for
 ``dagger_rounds`` rounds.
+
+:class:`Cloning` runs both for a training run, in stages that a checkpoint can hold.
 """
 
 from __future__ import annotations
@@ -105,3 +107,78 @@ def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_ra
             f"value loss {stats['value_loss']:.3f}, agreement with the teacher {acc:.1%}")
     policy.set_training_mode(False)
     return stats
+
+
+DEMONSTRATION_ARRAYS = ("obs", "masks", "actions", "returns", "agree")
+
+
+class Cloning:
+    """Behaviour cloning then DAgger for a run, in stages that survive an interruption: ``progress`` (JSON, in
+    the checkpoint's state) counts the batches of demonstrations collected and the fits done, and
+    ``demonstrations`` (arrays, the checkpoint's demonstrations.npz) holds the data collected so far. An
+    interrupted fit is done again from the weights it had reached; an interrupted collection is redone."""
+
+    def __init__(self, cfg: dict, pool: OpponentPool, progress: dict | None = None,
+                 demonstrations: dict | None = None, log=print):
+        self.cfg, self.pool, self.log = cfg, pool, log
+        self.progress = progress or {"collected": 0, "fits": 0, "seconds": 0.0, "stats": {}, "rounds": []}
+        self.demonstrations = demonstrations
+        self.seconds = 0.0                                   # this session's
+
+    @staticmethod
+    def check(progress: dict, source) -> None:
+        if not (isinstance(progress, dict) and {"collected", "fits", "seconds", "stats", "rounds"} <= set(progress)):
+            raise ValueError(f"{source}: the behaviour cloning progress is missing or wrong")
+
+    @staticmethod
+    def check_demonstrations(data: dict, source) -> dict:
+        if set(data) != set(DEMONSTRATION_ARRAYS) or len({len(a) for a in data.values()}) != 1:
+            raise ValueError(f"{source}: expected the arrays {', '.join(DEMONSTRATION_ARRAYS)}, one row per decision")
+        return data
+
+    def _collect(self, steps: int, seed: int, actor=None) -> dict:
+        import os
+        cfg = self.cfg
+        return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, cfg["pretrain"]["teacher"], steps,
+                                      cfg["ppo"]["gamma"], seed, workers=min(cfg["n_envs"], os.cpu_count() or 1),
+                                      actor=actor)
+
+    def run(self, model) -> dict:
+        """Clone (from where the progress says) into ``model``; returns the report (pretrain.json)."""
+        import time
+        cfg, pre, done = self.cfg, self.cfg["pretrain"], self.progress
+        t = time.perf_counter()
+        seconds_before = done["seconds"]
+        try:
+            if self.demonstrations is None:
+                self.demonstrations = self._collect(pre["steps"], cfg["seed"] + 17)
+                done["collected"] = 1
+                self.log(f"behaviour cloning: {len(self.demonstrations['actions']):,} decisions of {pre['teacher']} "
+                         f"collected in {time.perf_counter() - t:.0f} s")
+            else:
+                self.log(f"behaviour cloning resumed: {len(self.demonstrations['actions']):,} decisions from the "
+                         f"checkpoint, {done['fits']} of {1 + pre['dagger_rounds']} fits done")
+            if done["fits"] == 0:
+                done["stats"] = behaviour_clone(model, self.demonstrations, pre["epochs"], pre["batch_size"],
+                                                pre["learning_rate"], cfg["seed"], log=self.log)
+                done["fits"] = 1
+            for k in range(done["fits"] - 1, pre["dagger_rounds"]):
+                if done["collected"] < k + 2:
+                    more = self._collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1),
+                                         MLP.from_sb3(model))
+                    played_like_teacher = float(more["agree"].mean())
+                    self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
+                             f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
+                    self.demonstrations = {key: np.concatenate([self.demonstrations[key], more[key]])
+                                           for key in self.demonstrations}
+                    done["collected"] = k + 2
+                    done["rounds"].append({"round": k + 1, "states": len(more["actions"]),
+                                           "played_like_teacher": played_like_teacher})
+                done["stats"] = behaviour_clone(model, self.demonstrations, pre["dagger_epochs"], pre["batch_size"],
+                                                pre["learning_rate"], cfg["seed"] + k + 1, log=self.log)
+                done["fits"] = k + 2
+        finally:
+            self.seconds = time.perf_counter() - t
+            done["seconds"] = seconds_before + self.seconds
+        return {"decisions": len(self.demonstrations["actions"]), "seconds": done["seconds"], **done["stats"],
+                "dagger": done["rounds"]}

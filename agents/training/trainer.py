@@ -1,45 +1,39 @@
-"""Training from a config: masked PPO (sb3-contrib) or masked DQN (:mod:`.dqn`), with self-play,
-TensorBoard, periodic evaluation, checkpoints and resume.
+"""Training from a config: masked PPO (sb3-contrib) or masked DQN (:mod:`.dqn`), with behaviour cloning,
+self-play, TensorBoard, periodic evaluation, checkpoints and resume.
 
-A run folder holds::
+The run folder's layout, its lock and the checkpoint swap are :class:`~.run_dir.RunDir`'s; what a checkpoint
+holds is :mod:`.checkpoint`'s; this module builds the env and the model and keeps the schedule.
 
-    config.yaml               the resolved config (every default filled in)
-    tb/                       TensorBoard logs: SB3's scalars, eval/<opponent>/win_rate and points_per_deal,
-                              charts/steps_per_second, selfplay/snapshots
-    checkpoints/latest/       model.zip (SB3, with optimizer state and step count), replay_buffer.pkl (DQN),
-                              opponents/ (the pool: pool.json + .npz snapshots), state.json (RNG states,
-                              schedule); a checkpoint is written to a temporary folder and renamed, so a
-                              crash mid-save never leaves a broken "latest"
-    policy.npz                the final network (numpy arrays)
-    summary.json              steps, wall time, steps/s and the final evaluation
-
-``kahve train --resume RUN_DIR`` continues from ``checkpoints/latest`` with the same config: step count,
-optimizer state, DQN replay buffer, opponent pool and random states carry over. Episodes in progress when
-the checkpoint was taken are restarted. Ctrl-C writes a checkpoint before exiting.
+``kahve train --resume RUN_DIR`` continues from the run's latest checkpoint with the run's config (overrides may
+change the budget and hyperparameters, not the game, the algorithm or the network): step count, weights,
+optimizer state, DQN replay buffer, unfinished behaviour cloning, opponent pool and random states carry over.
+Episodes in progress when the checkpoint was taken are restarted. Ctrl-C writes a checkpoint before exiting.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import random
-import shutil
+import signal
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-import yaml
-
-from ..policies.bot import bot_metadata, export_onnx
 from ..evaluation.evaluate import evaluate
+from ..policies.bot import export_onnx
 from ..policies.network import MLP
-from .opponents import OpponentPool
-from .learner_env import LearnerEnv
 from ..threads import limit_threads
+from .checkpoint import restore_learner, restore_model, save_learner
+from .learner_env import LearnerEnv
+from .opponents import OpponentPool
+from .pretrain import Cloning
+from .run_dir import Checkpoint, RunDir, load_npz, save_npz
 
 
-def _make_env(game, settings, pool, seed):
+def _make_env(game, settings, pool, seed, own_process: bool = False):
     def make():
+        if own_process:
+            # an env process of SubprocVecEnv: Ctrl-C is the learner's to handle (it checkpoints, then ends
+            # this process); dying on it would leave the learner's pipes with half a message
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return LearnerEnv(game, settings, pool, seed=seed)
     return make
 
@@ -51,19 +45,22 @@ def pool_from_config(cfg: dict) -> OpponentPool:
 
 def build_vec_env(cfg: dict, pool: OpponentPool):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
-    fns = [_make_env(cfg["game"], cfg["settings"], pool, cfg["seed"] * 1000 + i) for i in range(cfg["n_envs"])]
-    if cfg["vec_env"] == "subproc" and cfg["n_envs"] > 1:
+    subprocesses = cfg["vec_env"] == "subproc" and cfg["n_envs"] > 1
+    fns = [_make_env(cfg["game"], cfg["settings"], pool, cfg["seed"] * 1000 + i, subprocesses)
+           for i in range(cfg["n_envs"])]
+    if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:
         vec = DummyVecEnv(fns)
     return VecMonitor(vec)
 
 
-def build_model(cfg: dict, vec, run_dir: Path):
+def build_model(cfg: dict, vec, run_dir):
+    """A fresh model for ``cfg``; its TensorBoard logs go to ``run_dir``'s tb/."""
     import torch.nn as nn
     activation = {"tanh": nn.Tanh, "relu": nn.ReLU}[cfg["network"]["activation"]]
     hidden = list(cfg["network"]["hidden"])
-    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=str(run_dir / "tb"))
+    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=str(RunDir(run_dir).tb))
     if cfg["algorithm"] == "ppo":
         from sb3_contrib import MaskablePPO
         return MaskablePPO("MlpPolicy", vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
@@ -74,114 +71,119 @@ def build_model(cfg: dict, vec, run_dir: Path):
                      **cfg["dqn"], **common)
 
 
-def load_model(cfg: dict, vec, path: Path):
-    if cfg["algorithm"] == "ppo":
-        from sb3_contrib import MaskablePPO
-        return MaskablePPO.load(path, env=vec, device=cfg["device"])
-    from .dqn import MaskedDQN
-    return MaskedDQN.load(path, env=vec, device=cfg["device"])
+def model_from_checkpoint(cfg: dict, run: RunDir, ck: Checkpoint):
+    """The model of a checkpoint, rebuilt from the config with its weights and counters (for export; envs in
+    this process, no replay buffer)."""
+    _check_format(ck)
+    state = ck.read_state()
+    vec = build_vec_env({**cfg, "vec_env": "dummy"}, pool_from_config(cfg))
+    model = build_model(cfg, vec, run.root)
+    restore_model(model, ck, state.get("model", {}))
+    return model
+
+
+def _check_format(ck: Checkpoint) -> None:
+    if not ck.weights.exists() and (ck.folder / "model.zip").exists():
+        raise ValueError(f"{ck.folder} is a checkpoint in stable-baselines3's pickle format (model.zip), which "
+                         "kahve no longer loads: loading it can run any code. Start a new run")
+
+
+@dataclass
+class Schedule:
+    """What is due when (in learner steps), and what the run has done in earlier sessions."""
+    next_snapshot: int | None
+    next_eval: int | None
+    next_ckpt: int
+    snapshots: int = 0
+    last_eval: dict = field(default_factory=dict)
+    wall_seconds: float = 0.0      # the wall time of the run's earlier sessions
+    pretrain: dict | None = None   # behaviour cloning's progress (:class:`~.pretrain.Cloning`) until it is done
+
+    @classmethod
+    def fresh(cls, cfg: dict) -> "Schedule":
+        return cls(cfg["opponents"]["self_play"]["every"] or None, cfg["evaluation"]["every"] or None,
+                   cfg["checkpoint_every"], pretrain=Cloning(cfg, None).progress if cfg["pretrain"]["steps"] else None)
+
+    @classmethod
+    def from_state(cls, state: dict, source) -> "Schedule":
+        try:
+            s = cls(state["next_snapshot"], state["next_eval"], state["next_ckpt"], state["snapshots"],
+                    state.get("last_eval", {}), float(state.get("wall_seconds", 0.0)), state.get("pretrain"))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{source}: the schedule is missing or wrong ({type(err).__name__}: {err})") from None
+        steps = (s.next_snapshot, s.next_eval, s.next_ckpt, s.snapshots)
+        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in steps) \
+                or s.next_ckpt is None or not isinstance(s.last_eval, dict):
+            raise ValueError(f"{source}: the schedule is missing or wrong")
+        if s.pretrain is not None:
+            Cloning.check(s.pretrain, source)
+        return s
 
 
 class Trainer:
-    """One training run: owns the run folder, the env, the model and the opponent pool."""
+    """One session of a training run: behaviour cloning if due, then learning, with self-play snapshots,
+    evaluations and checkpoints at their step counts."""
 
-    def __init__(self, cfg: dict, run_dir: Path, resume: bool = False, log=print):
+    def __init__(self, cfg: dict, run: RunDir, checkpoint: Checkpoint | None = None, log=print):
         self.cfg = cfg
-        self.run_dir = Path(run_dir)
+        self.run_dir = run
         self.log = log
-        self.ckpt = self.run_dir / "checkpoints" / "latest"
-        self.rng = random.Random(cfg["seed"])
-        self.snapshots = 0
-        self.next_snapshot = cfg["opponents"]["self_play"]["every"] or None
-        self.next_eval = cfg["evaluation"]["every"] or None
-        self.next_ckpt = cfg["checkpoint_every"]
-        self.last_eval: dict = {}
-        self.pretrain_seconds = 0.0
-        self.start_steps = 0
-        self.wall_before = 0.0
-        if resume:
-            state = json.loads((self.ckpt / "state.json").read_text())
-            self.pool = OpponentPool.load(self.ckpt / "opponents")
-            self.rng.setstate(_tuple_state(state["rng"]))
-            np.random.set_state(_np_state(state["np_rng"]))
-            self.snapshots = state["snapshots"]
-            self.next_snapshot, self.next_eval, self.next_ckpt = state["next_snapshot"], state["next_eval"], \
-                state["next_ckpt"]
-            self.last_eval = state.get("last_eval", {})
-            self.wall_before = state.get("wall_seconds", 0.0)
-        else:
+        self.session_start: float | None = None
+        self.learn_start: float | None = None
+        self.cloning_seconds = 0.0                      # this session's
+        if checkpoint is None:
+            self.schedule = Schedule.fresh(cfg)
             self.pool = pool_from_config(cfg)
-        self.vec = build_vec_env(cfg, self.pool)
-        if resume:
-            self.model = load_model(cfg, self.vec, self.ckpt / "model.zip")
-            if cfg["algorithm"] == "dqn" and (self.ckpt / "replay_buffer.pkl").exists():
-                self.model.load_replay_buffer(self.ckpt / "replay_buffer.pkl")
-            env_states = state.get("env_states")
-            if env_states and len(env_states) == cfg["n_envs"]:
-                for i, s in enumerate(env_states):
-                    self.vec.env_method("set_rng_state", s, indices=[i])
-            self.start_steps = self.model.num_timesteps
         else:
-            self.model = build_model(cfg, self.vec, self.run_dir)
-            if cfg["pretrain"]["steps"]:
-                self.pretrain()
-
-    def pretrain(self) -> None:
-        from .pretrain import behaviour_clone, collect_demonstrations
-        cfg, pre = self.cfg, self.cfg["pretrain"]
-        workers = min(cfg["n_envs"], os.cpu_count() or 1)
-
-        def collect(steps: int, seed: int, actor=None) -> dict:
-            return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, pre["teacher"], steps,
-                                          cfg["ppo"]["gamma"], seed, workers=workers, actor=actor)
-
-        t = time.perf_counter()
-        data = collect(pre["steps"], cfg["seed"] + 17)
-        self.log(f"behaviour cloning: {len(data['actions']):,} decisions of {pre['teacher']} collected in "
-                 f"{time.perf_counter() - t:.0f} s")
-        stats = behaviour_clone(self.model, data, pre["epochs"], pre["batch_size"], pre["learning_rate"],
-                                cfg["seed"], log=self.log)
-        rounds = []
-        for k in range(pre["dagger_rounds"]):
-            more = collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1), MLP.from_sb3(self.model))
-            played_like_teacher = float(more["agree"].mean())
-            self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
-                     f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
-            data = {key: np.concatenate([data[key], more[key]]) for key in data}
-            stats = behaviour_clone(self.model, data, pre["dagger_epochs"], pre["batch_size"], pre["learning_rate"],
-                                    cfg["seed"] + k + 1, log=self.log)
-            rounds.append({"round": k + 1, "states": len(more["actions"]), "played_like_teacher": played_like_teacher})
-        self.pretrain_seconds = time.perf_counter() - t
-        with open(self.run_dir / "pretrain.json", "w") as f:
-            json.dump({"decisions": len(data["actions"]), "seconds": self.pretrain_seconds, **stats,
-                       "dagger": rounds}, f, indent=1)
+            _check_format(checkpoint)
+            state = checkpoint.read_state()
+            self.schedule = Schedule.from_state(state, checkpoint.state_file)
+            summary = run.read_summary()          # a finished session also counts its final evaluation
+            if summary and summary.get("steps") == state["steps"] and not summary.get("interrupted"):
+                self.schedule.wall_seconds = max(self.schedule.wall_seconds, float(summary["wall_seconds_total"]))
+            self.pool = OpponentPool.load(checkpoint.opponents)
+        self.cloning = None if self.schedule.pretrain is None else Cloning(cfg, self.pool, self.schedule.pretrain,
+                                                                           log=log)
+        if self.cloning is not None and checkpoint is not None and self.schedule.pretrain["collected"]:
+            self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
+                                                                       checkpoint.demonstrations)
+        self.vec = build_vec_env(cfg, self.pool)
+        self.subprocesses = type(self.vec.venv).__name__ == "SubprocVecEnv"
+        try:
+            self.model = build_model(cfg, self.vec, run.root)
+            if checkpoint is not None:
+                restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
+        except BaseException:
+            self.vec.close()
+            raise
+        self.start_steps = self.model.num_timesteps
+        self.resumed = checkpoint is not None
 
     # ----- the schedule, run from an SB3 callback after every vectorised step -----------------------
     def on_step(self, steps: int) -> None:
-        if self.next_snapshot is not None and steps >= self.next_snapshot:
-            sp = self.cfg["opponents"]["self_play"]
-            self.pool = self.pool.with_snapshot(MLP.from_sb3(self.model), sp["weight"], sp["max_snapshots"])
+        due = self.schedule
+        if due.next_snapshot is not None and steps >= due.next_snapshot:
+            self_play = self.cfg["opponents"]["self_play"]
+            self.pool = self.pool.with_snapshot(MLP.from_sb3(self.model), self_play["weight"],
+                                                self_play["max_snapshots"])
             self.vec.env_method("set_pool", self.pool)
-            self.snapshots += 1
-            self.model.logger.record("selfplay/snapshots", self.snapshots)
-            self.next_snapshot += sp["every"]
-        if self.next_eval is not None and steps >= self.next_eval:
+            due.snapshots += 1
+            self.model.logger.record("selfplay/snapshots", due.snapshots)
+            due.next_snapshot += self_play["every"]
+        if due.next_eval is not None and steps >= due.next_eval:
             self.evaluate(steps)
-            self.next_eval += self.cfg["evaluation"]["every"]
-        if steps >= self.next_ckpt:
+            due.next_eval += self.cfg["evaluation"]["every"]
+        if steps >= due.next_ckpt:
             self.save_checkpoint()
-            self.next_ckpt += self.cfg["checkpoint_every"]
+            due.next_ckpt += self.cfg["checkpoint_every"]
 
     def export(self, path: Path, evaluation: dict | None = None) -> Path:
-        from kahve import envs
-        game = envs.game_class(self.cfg["game"])(**self.cfg["settings"])
-        meta = bot_metadata(game, self.cfg["algorithm"], self.model.num_timesteps, evaluation,
-                            network=self.cfg["network"], config=self.cfg)
+        meta = self.run_dir.bot_metadata(self.cfg, self.model.num_timesteps, evaluation)
         return export_onnx(MLP.from_sb3(self.model), path, meta)
 
     def evaluate(self, steps: int) -> dict:
         ev = self.cfg["evaluation"]
-        bot = self.export(self.run_dir / "eval_bot.onnx")
+        bot = self.export(self.run_dir.eval_bot)
         settings = {**self.cfg["settings"], **ev["settings"]}
         results = {}
         for k, opponent in enumerate(ev["opponents"]):
@@ -196,107 +198,150 @@ class Trainer:
             self.log(f"[{steps:,} steps] vs {opponent}: win rate {r['win_rate']:.3f} ({lo:.3f}..{hi:.3f}), "
                      f"points/deal {r['points_per_deal']:+.2f}")
         self.model.logger.dump(self.model.num_timesteps)
-        self.last_eval = {"steps": steps, "settings": settings, "results": results}
-        return self.last_eval
+        self.schedule.last_eval = {"steps": steps, "settings": settings, "results": results}
+        return self.schedule.last_eval
 
-    def save_checkpoint(self) -> None:
-        tmp = self.run_dir / "checkpoints" / "latest.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        self.model.save(tmp / "model.zip")
-        if self.cfg["algorithm"] == "dqn":
-            self.model.save_replay_buffer(tmp / "replay_buffer.pkl")
-        self.pool.save(tmp / "opponents")
-        state = {"steps": self.model.num_timesteps, "rng": _json_state(self.rng.getstate()),
-                 "np_rng": _json_np_state(np.random.get_state()), "snapshots": self.snapshots,
-                 "next_snapshot": self.next_snapshot, "next_eval": self.next_eval, "next_ckpt": self.next_ckpt,
-                 "last_eval": self.last_eval, "wall_seconds": self.wall_before + self.elapsed(),
-                 "env_states": self.vec.env_method("get_rng_state")}
-        (tmp / "state.json").write_text(json.dumps(state))
-        if self.ckpt.exists():
-            shutil.rmtree(self.ckpt)
-        tmp.rename(self.ckpt)
+    # ----- checkpoints ------------------------------------------------------------------------------------
+    def save_checkpoint(self, envs_reachable: bool = True) -> None:
+        """Write ``checkpoints/latest``. ``envs_reachable=False`` (Ctrl-C with env processes, whose pipes may
+        hold half a message): the envs' random states are left out, and a resume gives them new ones."""
+        def fill(ck: Checkpoint) -> dict:
+            state = save_learner(ck, self.model, self.pool, self.vec, envs_reachable)
+            if self.cloning is not None and self.cloning.demonstrations is not None:
+                save_npz(ck.demonstrations, self.cloning.demonstrations)
+            schedule = asdict(self.schedule)
+            schedule["wall_seconds"] = self.schedule.wall_seconds + self.session_seconds()
+            return {**state, **schedule}
+        self.run_dir.write_checkpoint(fill)
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - getattr(self, "_t0", time.perf_counter())
+    def session_seconds(self) -> float:
+        return 0.0 if self.session_start is None else time.perf_counter() - self.session_start
 
-    def run(self, progress: bool = True) -> dict:
+    def learn_seconds(self) -> float:
+        return 0.0 if self.learn_start is None else time.perf_counter() - self.learn_start
+
+    # ----- a session --------------------------------------------------------------------------------------
+    def learn(self, progress: bool) -> None:
         from stable_baselines3.common.callbacks import BaseCallback
         trainer = self
 
-        class Schedule(BaseCallback):
+        class OnStep(BaseCallback):
             def _on_step(self) -> bool:
                 trainer.on_step(self.num_timesteps)
-                el = trainer.elapsed()
-                if el > 0 and self.n_calls % 50 == 0:
-                    self.logger.record("charts/steps_per_second", (self.num_timesteps - trainer.start_steps) / el)
+                seconds = trainer.learn_seconds()
+                if seconds > 0 and self.n_calls % 50 == 0:
+                    self.logger.record("charts/steps_per_second",
+                                       (self.num_timesteps - trainer.start_steps) / seconds)
                 return True
 
-        total = self.cfg["total_timesteps"]
-        remaining = max(0, total - self.model.num_timesteps)
-        self._t0 = time.perf_counter()
+        remaining = self.cfg["total_timesteps"] - self.model.num_timesteps
+        self.learn_start = time.perf_counter()
+        if remaining > 0:
+            self.model.learn(remaining, callback=OnStep(), reset_num_timesteps=self.start_steps == 0,
+                             progress_bar=progress, tb_log_name="run")
+        else:   # a run stopped after its last step, before its final evaluation: the logger learn() would make
+            from stable_baselines3.common.utils import configure_logger
+            self.model.set_logger(configure_logger(0, str(self.run_dir.tb), "run", reset_num_timesteps=False))
+
+    def run(self, progress: bool = True) -> dict:
+        self.session_start = time.perf_counter()
         interrupted = False
         try:
-            if remaining:
-                self.model.learn(remaining, callback=Schedule(), reset_num_timesteps=self.start_steps == 0,
-                                 progress_bar=progress, tb_log_name="run")
-        except KeyboardInterrupt:
-            interrupted = True
-        self.save_checkpoint()
-        wall = self.elapsed()
-        steps = self.model.num_timesteps
-        summary = {"steps": steps, "steps_this_session": steps - self.start_steps, "wall_seconds": wall,
-                   "pretrain_seconds": self.pretrain_seconds,
-                   "wall_seconds_total": self.wall_before + wall + self.pretrain_seconds,
-                   "steps_per_second": (steps - self.start_steps) / wall if wall > 0 else None,
-                   "interrupted": interrupted}
-        if interrupted:
-            self.log(f"interrupted: checkpoint saved at {steps:,} steps; continue with "
-                     f"`kahve train --resume {self.run_dir}`")
-        else:
-            MLP.from_sb3(self.model).save(self.run_dir / "policy.npz")
-            summary["evaluation"] = self.evaluate(steps)
-            self.log(f"done: {steps:,} steps in {wall:.0f} s ({summary['steps_per_second']:.0f} steps/s); "
-                     f"run folder {self.run_dir}")
-        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        self.vec.close()
+            try:
+                if self.cloning is not None:
+                    try:
+                        report = self.cloning.run(self.model)
+                    finally:
+                        self.cloning_seconds = self.cloning.seconds
+                    self.run_dir.write_pretrain_report(report)
+                    self.schedule.pretrain, self.cloning = None, None
+                    self.save_checkpoint()                 # the cloned network, before any learning
+                self.learn(progress)
+            except KeyboardInterrupt:
+                interrupted = True
+            self.save_checkpoint(envs_reachable=not (interrupted and self.subprocesses))
+            if interrupted and self.subprocesses:
+                self.log("note: the env processes were interrupted, so their random streams were not saved; "
+                         "a resume deals from new ones")
+            summary = self.summary(interrupted)
+            if not interrupted:
+                MLP.from_sb3(self.model).save(self.run_dir.policy)
+                summary["evaluation"] = self.evaluate(self.model.num_timesteps)
+            self.run_dir.write_summary(summary)
+            self.log(self.closing_line(summary))
+        finally:
+            self.close(interrupted)
         return summary
+
+    def summary(self, interrupted: bool) -> dict:
+        steps, wall = self.model.num_timesteps, self.learn_seconds()
+        this_session = steps - self.start_steps
+        return {"steps": steps, "steps_this_session": this_session, "resumed_from": self.start_steps if self.resumed
+                else None, "wall_seconds": wall, "pretrain_seconds": self.cloning_seconds,
+                "wall_seconds_total": self.schedule.wall_seconds + self.session_seconds(),
+                "steps_per_second": this_session / wall if wall > 0 else None, "interrupted": interrupted}
+
+    def closing_line(self, summary: dict) -> str:
+        steps, rate, cloning = summary["steps"], summary["steps_per_second"], summary["pretrain_seconds"]
+        if self.learn_start is None:                      # stopped while behaviour cloning
+            session = f"{cloning:.0f} s of behaviour cloning"
+        else:
+            session = (f"{summary['steps_this_session']:,} steps in {summary['wall_seconds']:.0f} s"
+                       + (f" ({rate:.0f} steps/s)" if rate is not None else "")
+                       + (f" after {cloning:.0f} s of behaviour cloning" if cloning else ""))
+        whole = (f"; the run: {steps:,} steps, {summary['wall_seconds_total']:.0f} s in all sessions"
+                 if self.resumed else "")
+        if summary["interrupted"]:
+            return (f"interrupted: this session {session}{whole}; checkpoint saved at {steps:,} steps; continue with "
+                    f"`kahve train --resume {self.run_dir}`")
+        return f"done: {'this session ' if self.resumed else ''}{session}{whole}; run folder {self.run_dir}"
+
+    def close(self, interrupted: bool) -> None:
+        venv = self.vec.venv
+        if interrupted and self.subprocesses and not venv.closed:
+            # a pipe may hold half a message: end the env processes instead of asking them to close
+            for process in venv.processes:
+                process.terminate()
+            for process in venv.processes:
+                process.join(10)
+            venv.closed = True
+        self.vec.close()
 
 
 def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=print) -> dict:
-    """Run (or resume) a training run; returns the summary."""
+    """Run (or resume) a training run; returns the summary. The run folder is locked while it runs."""
     n = limit_threads(cfg["torch_threads"])
     import torch
     torch.set_num_threads(n)
-    if resume_dir:
-        run_dir = Path(resume_dir)
-        if not (run_dir / "checkpoints" / "latest" / "state.json").exists():
-            raise FileNotFoundError(f"{run_dir} has no checkpoint to resume (checkpoints/latest/state.json)")
-    else:
-        run_dir = Path(cfg["output"])
-        if (run_dir / "checkpoints" / "latest").exists():
-            raise ValueError(f"{run_dir} already holds a run; resume it with --resume {run_dir}, or choose "
-                             f"another output folder (--override output=...)")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
-        f"with {cfg['n_envs']} envs; run folder {run_dir}; TensorBoard: tensorboard --logdir {run_dir / 'tb'}")
-    return Trainer(cfg, run_dir, resume=bool(resume_dir), log=log).run(progress=progress)
+    run = RunDir(resume_dir if resume_dir else cfg["output"])
+    if resume_dir and not run.root.is_dir():
+        raise FileNotFoundError(f"no run folder at {run}")
+    if not resume_dir:
+        run.create()
+    with run.lock():
+        if resume_dir:
+            checkpoint = run.recover()
+            if checkpoint is None:
+                raise FileNotFoundError(f"{run} has no checkpoint to resume (checkpoints/latest/state.json)")
+            steps = checkpoint.read_state()["steps"]
+            _refuse_finished(run, cfg, steps)
+        else:
+            if run.find_checkpoint() is not None:
+                raise ValueError(f"{run} already holds a run; resume it with --resume {run}, or choose "
+                                 f"another output folder (--override output=...)")
+            checkpoint = None
+        run.write_config(cfg)
+        if checkpoint is not None:
+            log(f"resuming {run} from its checkpoint at {steps:,} steps (of {cfg['total_timesteps']:,})")
+        log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
+            f"with {cfg['n_envs']} envs; run folder {run}; TensorBoard: tensorboard --logdir {run.tb}")
+        return Trainer(cfg, run, checkpoint, log=log).run(progress=progress)
 
 
-# ----- JSON-able random states ----------------------------------------------------------------------
-def _json_state(state):
-    return [state[0], list(state[1]), state[2]]
-
-
-def _tuple_state(state):
-    return (state[0], tuple(state[1]), state[2])
-
-
-def _json_np_state(state):
-    return [state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])]
-
-
-def _np_state(state):
-    return (state[0], np.array(state[1], dtype=np.uint32), state[2], state[3], state[4])
+def _refuse_finished(run: RunDir, cfg: dict, steps: int) -> None:
+    if steps < cfg["total_timesteps"]:
+        return
+    summary = run.read_summary()
+    if summary and not summary.get("interrupted") and summary.get("steps") == steps and run.policy.is_file():
+        raise ValueError(f"{run} is finished ({steps:,} steps of total_timesteps {cfg['total_timesteps']:,}); to "
+                         f"train on, raise the budget: kahve train --resume {run} --override total_timesteps=N")

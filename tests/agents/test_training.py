@@ -200,7 +200,7 @@ def test_smoke_run_of_every_shipped_config(path, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] >= 256 and (out / "policy.npz").exists()
-    assert (out / "checkpoints" / "latest" / "model.zip").exists() and (out / "tb").is_dir()
+    assert (out / "checkpoints" / "latest" / "model.pt").exists() and (out / "tb").is_dir()
     assert set(summary["evaluation"]["results"]) == set(config_mod.load(path)["evaluation"]["opponents"])
     if path.stem == "ppo":
         pre = json.loads((out / "pretrain.json").read_text())
@@ -217,13 +217,13 @@ def test_resume_continues_the_step_count(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] >= 512 and summary["steps_this_session"] == summary["steps"] - first
-    assert (out / "checkpoints" / "latest" / "replay_buffer.pkl").exists()
+    assert (out / "checkpoints" / "latest" / "replay_buffer.npz").exists()
     r = _train([str(cfg), "--no-progress", "--override", *TINY, f"output={out}"], tmp_path)
     assert r.returncode == 2 and "already holds a run" in r.stderr
 
 
 def test_ish_ppo_learns_the_minimum_stake():
-    # RULES.md §5e: with the pot payout, the minimum stake is strictly dominant
+    # docs/rules.md §5e: with the pot payout, the minimum stake is strictly dominant
     from kahve.agents.training.trainer import train
     cfg = config_mod.resolve({
         "game": "ish", "settings": {"players": 2, "episode": "deal", "false_call_fine": 1},

@@ -1,0 +1,285 @@
+"""The run folder of a training run: every path in it, the lock, the checkpoint swap, and reading its files.
+
+A run folder holds::
+
+    config.yaml               the resolved config (every default filled in; a resume with overrides rewrites it)
+    train.lock                held (flock) by the one ``kahve train`` working in the folder
+    tb/                       TensorBoard logs
+    checkpoints/latest/       model.pt (policy weights, optimizer state, torch random state: plain tensors),
+                              replay_buffer.npz (DQN), demonstrations.npz (while behaviour cloning is unfinished),
+                              opponents/ (pool.json + .npz snapshots), state.json (counters, schedule, random
+                              states); state.json is written last, so a checkpoint folder without it is partial
+    policy.npz                the final network (numpy arrays)
+    pretrain.json             what behaviour cloning did
+    summary.json              steps, wall time, steps/s and the final evaluation
+    eval_bot.onnx             the bot the periodic evaluations play
+
+A run folder is data that people share: nothing in it is ever unpickled. Weights load with
+``torch.load(weights_only=True)``, arrays with ``np.load(allow_pickle=False)``, the rest is JSON and YAML (safe
+loader). A file that cannot be read is a ``ValueError`` naming it.
+
+The checkpoint swap never leaves the folder without one complete checkpoint: the new one is written to
+``latest.tmp``; then ``latest`` is renamed ``latest.old``, ``latest.tmp`` renamed ``latest``, and ``latest.old``
+removed. A crash between two renames leaves a complete ``latest.tmp`` or ``latest.old``, which
+:meth:`RunDir.find_checkpoint` finds and :meth:`RunDir.recover` puts back in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import yaml
+
+
+class Checkpoint:
+    """One checkpoint folder (``checkpoints/latest`` or, after a crash, ``latest.tmp``/``latest.old``)."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+
+    weights = property(lambda self: self.folder / "model.pt")
+    replay_buffer = property(lambda self: self.folder / "replay_buffer.npz")
+    demonstrations = property(lambda self: self.folder / "demonstrations.npz")
+    opponents = property(lambda self: self.folder / "opponents")
+    state_file = property(lambda self: self.folder / "state.json")
+
+    def complete(self) -> bool:
+        return self.state_file.is_file()
+
+    def read_state(self) -> dict:
+        state = read_json(self.state_file)
+        if not isinstance(state, dict) or not isinstance(state.get("steps"), int):
+            raise ValueError(f"{self.state_file}: not a checkpoint state (a mapping with the step count)")
+        return state
+
+    def write_state(self, state: dict) -> None:
+        write_text_atomic(self.state_file, json.dumps(state))
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({str(self.folder)!r})"
+
+
+class RunDir:
+    """The layout of a run folder, its lock and its checkpoint swap."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    config = property(lambda self: self.root / "config.yaml")
+    lock_file = property(lambda self: self.root / "train.lock")
+    tb = property(lambda self: self.root / "tb")
+    checkpoints = property(lambda self: self.root / "checkpoints")
+    latest = property(lambda self: Checkpoint(self.checkpoints / "latest"))
+    policy = property(lambda self: self.root / "policy.npz")
+    pretrain_report = property(lambda self: self.root / "pretrain.json")
+    summary = property(lambda self: self.root / "summary.json")
+    eval_bot = property(lambda self: self.root / "eval_bot.onnx")
+    _writing = property(lambda self: Checkpoint(self.checkpoints / "latest.tmp"))
+    _previous = property(lambda self: Checkpoint(self.checkpoints / "latest.old"))
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    # ----- the folder and its lock ---------------------------------------------------------------------
+    def create(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"the run folder {self.root} exists and is not a folder")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"cannot create the run folder {self.root}: {err.strerror or err}") from None
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the folder's lock for the block: a second ``kahve train`` into the same folder is refused. The
+        lock is an ``flock``, so the kernel drops it when its process ends, however it ends."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"no run folder at {self.root}")
+        try:
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise ValueError(f"cannot lock the run folder {self.root}: {err.strerror or err}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                raise ValueError(f"{self.root} is in use by another kahve train"
+                                 + (f" (process {holder})" if holder.isdigit() else "")
+                                 + "; wait for it to end, or choose another output folder (--override output=...)") \
+                    from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield self
+        finally:
+            os.close(fd)                 # releases the lock
+
+    # ----- config and results ---------------------------------------------------------------------------
+    def read_config(self) -> dict:
+        """The run's config.yaml as written (a mapping), read with the duplicate-refusing safe loader."""
+        from .config import read_yaml
+        if not self.config.is_file():
+            raise FileNotFoundError(f"{self.root} is not a training run folder (no config.yaml)")
+        try:
+            raw = read_yaml(self.config.read_text(), str(self.config))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{self.config}: not a text file ({err.reason})") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"{self.config}: a config is a mapping of keys, got {type(raw).__name__}")
+        return raw
+
+    def write_config(self, cfg: dict) -> None:
+        write_text_atomic(self.config, yaml.safe_dump(cfg, sort_keys=False))
+
+    def read_summary(self) -> dict | None:
+        if not self.summary.is_file():
+            return None
+        summary = read_json(self.summary)
+        if not isinstance(summary, dict):
+            raise ValueError(f"{self.summary}: not a run summary (a mapping)")
+        return summary
+
+    def write_summary(self, summary: dict) -> None:
+        write_text_atomic(self.summary, json.dumps(summary, indent=2))
+
+    def write_pretrain_report(self, report: dict) -> None:
+        write_text_atomic(self.pretrain_report, json.dumps(report, indent=1))
+
+    @staticmethod
+    def bot_metadata(cfg: dict, steps: int, evaluation: dict | None = None, **extra) -> dict:
+        """The metadata of a bot exported from a run with config ``cfg`` (the trainer's evaluation bot and
+        ``kahve export`` write the same)."""
+        from kahve import envs
+        from ..policies.bot import bot_metadata
+        game = envs.game_class(cfg["game"])(**cfg["settings"])
+        return bot_metadata(game, cfg["algorithm"], steps, evaluation, network=cfg["network"], config=cfg, **extra)
+
+    # ----- checkpoints ----------------------------------------------------------------------------------
+    def find_checkpoint(self) -> Checkpoint | None:
+        """The newest complete checkpoint, without changing anything: ``latest``, else the ``latest.tmp`` or
+        ``latest.old`` that an interrupted swap left."""
+        for ck in (self.latest, self._writing, self._previous):
+            if ck.complete():
+                return ck
+        return None
+
+    def recover(self) -> Checkpoint | None:
+        """Finish an interrupted swap (call it holding the lock): the newest complete checkpoint becomes
+        ``latest``, leftovers go. Returns ``latest``, or None when the folder has no complete checkpoint."""
+        found = self.find_checkpoint()
+        if found is not None and found.folder != self.latest.folder:
+            if self.latest.folder.exists():
+                shutil.rmtree(self.latest.folder)
+            found.folder.rename(self.latest.folder)
+            _fsync_dir(self.checkpoints)
+        for ck in (self._writing, self._previous):
+            if ck.folder.exists():
+                shutil.rmtree(ck.folder)
+        return self.latest if found is not None else None
+
+    def write_checkpoint(self, fill: Callable[[Checkpoint], dict]) -> Checkpoint:
+        """Write a new ``latest``: ``fill(checkpoint)`` writes the files into a fresh folder and returns the state
+        for state.json, which is written last; then the swap. An exception (Ctrl-C included) on the way removes
+        the partial folder and leaves the previous checkpoint as it was."""
+        new = self._writing
+        if new.folder.exists():
+            shutil.rmtree(new.folder)
+        new.folder.mkdir(parents=True)
+        try:
+            new.write_state(fill(new))
+            _fsync_dir(new.folder)
+        except BaseException:
+            shutil.rmtree(new.folder, ignore_errors=True)
+            raise
+        latest, previous = self.latest, self._previous
+        if latest.folder.exists():
+            if previous.folder.exists():
+                shutil.rmtree(previous.folder)
+            latest.folder.rename(previous.folder)      # now: latest.old and latest.tmp, both complete
+        new.folder.rename(latest.folder)               # now: latest (and latest.old)
+        _fsync_dir(self.checkpoints)
+        if previous.folder.exists():
+            shutil.rmtree(previous.folder)
+        return latest
+
+
+# ----- reading and writing files safely ---------------------------------------------------------------------
+def read_json(path) -> object:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not readable JSON ({err})") from None
+
+
+def load_npz(path) -> dict[str, np.ndarray]:
+    """All arrays of an ``.npz`` file, never unpickling anything."""
+    path = Path(path)
+    try:
+        f = np.load(path, allow_pickle=False)
+        if not isinstance(f, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with f:
+            return {k: f[k] for k in f.files}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing") from None
+    except Exception as err:  # numpy raises ValueError, OSError, BadZipFile, EOFError... for a bad file
+        raise ValueError(f"{path}: not a readable array file ({type(err).__name__}: {err})") from None
+
+
+def save_npz(path, arrays: dict) -> None:
+    """Write arrays as ``.npz`` (no object arrays: the file must load without pickle)."""
+    for name, a in arrays.items():
+        if np.asarray(a).dtype == object:
+            raise ValueError(f"{path}: array {name!r} holds Python objects")
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def load_tensors(path, device="cpu") -> dict:
+    """A ``torch.save`` file of tensors and plain values, loaded with ``weights_only=True``."""
+    import torch
+    path = Path(path)
+    try:
+        data = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing") from None
+    except Exception as err:  # an UnpicklingError for anything but tensors and plain values, a zip error...
+        first = str(err).strip().splitlines()[0][:200] if str(err).strip() else "no details"
+        raise ValueError(f"{path}: not a readable weights file ({type(err).__name__}: {first})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a weights file (expected a mapping, got {type(data).__name__})")
+    return data
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write a file so that a reader sees the old or the new content, never half of it."""
+    path = Path(path)
+    part = path.with_name(path.name + ".part")
+    with open(part, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(part, path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

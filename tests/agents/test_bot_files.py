@@ -1,0 +1,120 @@
+"""Bad bot files are a ``BotFileError`` when they are loaded, not a crash or a wrong move later (issue 16)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from kahve import envs
+from kahve.agents.policies.bot import Bot, BotFileError, bot_metadata, export_onnx
+from kahve.agents.policies.network import MLP
+
+
+@pytest.fixture
+def good(tmp_path):
+    game = envs.game_class("pishti")(players=2)
+    rng = np.random.default_rng(0)
+    sizes = [game.observation_size, 16, game.num_actions]
+    mlp = MLP([rng.normal(0, 0.3, (o, i)) for i, o in zip(sizes, sizes[1:])], [np.zeros(o) for o in sizes[1:]], "tanh")
+    path = export_onnx(mlp, tmp_path / "good.onnx", bot_metadata(game, "ppo", 10))
+    return game, mlp, path
+
+
+def rewrite(path, out, metadata=None, edit=None):
+    """A copy of the bot file at ``path`` with its metadata replaced (any JSON value) and/or its graph edited."""
+    model = onnx.load(str(path))
+    if metadata is not None:
+        for prop in model.metadata_props:
+            if prop.key == "kahve":
+                prop.value = json.dumps(metadata)
+    if edit is not None:
+        edit(model)
+    onnx.save(model, str(out))
+    return out
+
+
+def meta_of(path) -> dict:
+    model = onnx.load(str(path))
+    return json.loads(next(p.value for p in model.metadata_props if p.key == "kahve"))
+
+
+def test_the_good_file_loads(good):
+    game, _, path = good
+    assert Bot.load(path, game=game).metadata["game"] == "pishti"
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda m: [m], "not a kahve bot"),                                  # a list
+    (lambda m: "pishti", "not a kahve bot"),                             # a string
+    (lambda m: {k: v for k, v in m.items() if k != "game"}, "has no 'game'"),
+    (lambda m: {**m, "settings": ["players", 2]}, "'settings' is \\['players', 2\\], not a mapping"),
+    (lambda m: {**m, "settings": "players=2"}, "'settings' is 'players=2', not a mapping"),
+    (lambda m: {**m, "observation_size": "227"}, "'observation_size' is '227', not a number"),
+    (lambda m: {k: v for k, v in m.items() if k != "num_actions"}, "has no 'num_actions'"),
+    (lambda m: {**m, "observation_size": 100}, "input 'observation' has shape \\['batch', 227\\]; the metadata says "
+                                               "\\[batch, 100\\]"),
+    (lambda m: {**m, "num_actions": 53},
+     "output 'logits' has shape \\['batch', 52\\]; the metadata says \\[batch, 53\\]"),
+])
+def test_bad_metadata_is_refused_at_load(good, tmp_path, change, match):
+    _, _, path = good
+    bad = rewrite(path, tmp_path / "bad.onnx", metadata=change(meta_of(path)))
+    with pytest.raises(BotFileError, match=match):
+        Bot.load(bad)
+
+
+def _rename_input(model):
+    model.graph.input[0].name = "obs"
+    model.graph.node[0].input[0] = "obs"
+
+
+def _rename_output(model):
+    model.graph.output[0].name = "scores"
+    model.graph.node[-1].output[0] = "scores"
+
+
+def _poison(value):
+    def edit(model):
+        init = model.graph.initializer[0]                     # w0, the first layer's weights
+        w = numpy_helper.to_array(init).copy()
+        w[3, 5] = value
+        init.CopyFrom(numpy_helper.from_array(w, init.name))
+    return edit
+
+
+def _poison_bias(model):
+    init = model.graph.initializer[-1]                        # the last layer's biases
+    b = numpy_helper.to_array(init).copy()
+    b[0] = np.nan
+    init.CopyFrom(numpy_helper.from_array(b, init.name))
+
+
+@pytest.mark.parametrize("edit,match", [
+    (_rename_input, "maps \\['obs'\\] to \\['logits'\\]"),
+    (_rename_output, "maps \\['observation'\\] to \\['scores'\\]"),
+    (_poison(np.nan), "NaN or infinite"),
+    (_poison(np.inf), "NaN or infinite"),
+    (_poison_bias, "NaN or infinite"),
+], ids=["input-name", "output-name", "nan-weight", "inf-weight", "nan-bias"])
+def test_a_graph_that_disagrees_with_its_metadata_or_has_broken_weights_is_refused(good, tmp_path, edit, match):
+    _, _, path = good
+    bad = rewrite(path, tmp_path / "bad.onnx", edit=edit)
+    with pytest.raises(BotFileError, match=match):
+        Bot.load(bad)
+
+
+def test_a_graph_of_other_sizes_than_its_metadata_is_refused(good, tmp_path):
+    # a graph for 4 players (more observations) carrying the metadata of a 2-player bot
+    game4 = envs.game_class("pishti")(players=4)
+    rng = np.random.default_rng(1)
+    sizes = [game4.observation_size, 8, game4.num_actions]
+    mlp = MLP([rng.normal(size=(o, i)) for i, o in zip(sizes, sizes[1:])], [np.zeros(o) for o in sizes[1:]], "relu")
+    other = export_onnx(mlp, tmp_path / "four.onnx", bot_metadata(game4, "ppo", 1))
+    _, _, path = good
+    bad = rewrite(other, tmp_path / "bad.onnx", metadata=meta_of(path))
+    with pytest.raises(BotFileError, match="input 'observation' has shape"):
+        Bot.load(bad)

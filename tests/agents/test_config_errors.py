@@ -1,0 +1,83 @@
+"""Config errors that used to surface late (after training) or as tracebacks: each is a one-line ``ValueError``
+naming the key, before any work starts (issue 16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kahve.agents.training import config as config_mod
+
+PISHTI = {"game": "pishti", "settings": {"players": 2}}
+
+
+@pytest.mark.parametrize("raw,match", [
+    ({"game": "pishti", "settings": {1: 2}}, "'settings': setting names are words.*got 1"),
+    ({"game": "pishti", "evaluation": {"settings": {None: 2}}}, "'evaluation.settings': setting names"),
+    ({**PISHTI, "output": "runs/{gamez}"}, "'output': 'runs/\\{gamez\\}' cannot be expanded.*\\{game\\}"),
+    ({**PISHTI, "output": "runs/{0}"}, "'output': 'runs/\\{0\\}' cannot be expanded"),
+    ({**PISHTI, "output": "runs/{game"}, "'output'.*cannot be expanded"),
+    ({**PISHTI, "output": ""}, "'output': empty"),
+    ({**PISHTI, "output": "   "}, "'output': empty"),
+    ({**PISHTI, "output": "/dev/null"}, "'output': /dev/null exists and is not a folder"),
+    ({**PISHTI, "output": "/dev/null/run"}, "'output': /dev/null exists and is not a folder"),
+    ({**PISHTI, "evaluation": {"settings": {"players": 4}}},
+     "'evaluation.settings': players=4.* changes the observations or actions.*players=2"),
+    ({**PISHTI, "opponents": {"pool": [{"policy": "random", "weight": float("nan")}]}},
+     "opponents.pool\\[0\\].weight': expected a positive number, got nan"),
+    ({**PISHTI, "opponents": {"pool": [{"policy": "random", "weight": float("inf")}]}},
+     "opponents.pool\\[0\\].weight': expected a positive number, got inf"),
+    ({**PISHTI, "opponents": {"self_play": {"weight": float("nan")}}}, "self_play.weight': nan is out of range"),
+    ({**PISHTI, "network": {"hidden": [65536] * 16}}, "'network.hidden': .* needs about .* GB of memory"),
+])
+def test_config_errors_name_the_key_before_any_work(raw, match):
+    with pytest.raises(ValueError, match=match):
+        config_mod.resolve(raw)
+
+
+def test_evaluation_may_change_how_matches_are_played():
+    cfg = config_mod.resolve({**PISHTI, "evaluation": {"settings": {"episode": "match", "target_score": 101}}})
+    assert cfg["evaluation"]["settings"]["target_score"] == 101
+
+
+def test_sizes_that_cannot_be_allocated_are_refused(monkeypatch):
+    monkeypatch.setattr(config_mod, "machine_memory", lambda: 2**30)          # a machine with 1 GB
+    config_mod.resolve({**PISHTI, "network": {"hidden": [256, 256]}})           # the shipped sizes fit
+    with pytest.raises(ValueError, match="'network.hidden': \\[4096, 4096, 4096\\] needs about .*1.0 GB of memory"):
+        config_mod.resolve({**PISHTI, "network": {"hidden": [4096, 4096, 4096]}})
+    with pytest.raises(ValueError, match="'dqn.buffer_size': 10000000 needs about"):
+        config_mod.resolve({**PISHTI, "algorithm": "dqn", "dqn": {"buffer_size": 10_000_000}})
+    with pytest.raises(ValueError, match="'pretrain.steps': 5000000 needs about"):
+        config_mod.resolve({**PISHTI, "pretrain": {"steps": 5_000_000}})
+    with pytest.raises(ValueError, match="'ppo.n_steps': 1000000 needs about"):
+        config_mod.resolve({**PISHTI, "n_envs": 16, "ppo": {"n_steps": 1_000_000}})
+
+
+def test_weights_written_in_yaml_as_nan_or_inf_are_refused(tmp_path):
+    for text in (".nan", ".inf", "-.inf"):
+        f = tmp_path / "c.yaml"
+        f.write_text(f"game: pishti\nopponents:\n  pool: [{{policy: random, weight: {text}}}]\n")
+        with pytest.raises(ValueError, match="opponents.pool\\[0\\].weight': expected a positive number"):
+            config_mod.load(f)
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    f = tmp_path / "dup.yaml"
+    f.write_text("game: pishti\nseed: 1\nppo: {n_steps: 64}\nseed: 2\n")
+    with pytest.raises(ValueError, match=f"{f}: not valid YAML.*duplicate key 'seed' \\(first given on line 2\\)"):
+        config_mod.load(f)
+    f.write_text("game: pishti\nppo:\n  n_steps: 64\n  n_steps: 128\n")
+    with pytest.raises(ValueError, match="duplicate key 'n_steps'"):
+        config_mod.load(f)
+    with pytest.raises(ValueError, match="duplicate key 'players'"):
+        config_mod.apply_overrides({}, ["settings={players: 2, players: 4}"])
+    f.write_text("base: &b {n_steps: 64}\n")                     # anchors and merges still work
+    assert config_mod.read_yaml("a: &b {x: 1}\nc: {<<: *b, y: 2}\n", "t") == {"a": {"x": 1}, "c": {"x": 1, "y": 2}}
+
+
+def test_yaml_that_would_build_python_objects_is_refused(tmp_path):
+    f = tmp_path / "evil.yaml"
+    marker = tmp_path / "MARKER"
+    f.write_text(f"game: !!python/object/apply:os.system ['touch {marker}']\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        config_mod.load(f)
+    assert not marker.exists()
