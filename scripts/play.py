@@ -70,22 +70,23 @@ def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]
     path = _bot_file(bot)
     if path is None:
         return dict(settings), []
-    from kahve.agents.policies.bot import SPACE_SETTINGS, Bot, BotFileError
+    from kahve.agents.policies.bot import Bot, BotFileError
     _, meta = Bot.read_metadata(path)
     if meta.get("game") != game:
         raise BotFileError(f"{path} is a bot for {meta.get('game')}, not {game}")
-    spec = envs.game_class(game).settings_spec
+    game_class = envs.game_class(game)
+    spec, shaping_settings = game_class.settings_spec, game_class.space_settings
     trained = {k: v for k, v in meta.get("settings", {}).items() if k in spec.by_name and k not in NOT_FROM_BOT}
     table = {**trained, **settings}
     given = [k for k in settings if k in trained and settings[k] != trained[k]]
-    shaping = [k for k in given if k in SPACE_SETTINGS]
-    fix = " ".join(f"{k}={_plain(trained[k])}" for k in trained if k in SPACE_SETTINGS and k in spec.by_name)
+    shaping = [k for k in given if k in shaping_settings]
+    fix = " ".join(f"{k}={_plain(trained[k])}" for k in trained if k in shaping_settings)
     if shaping:
         raise ValueError(f"{path} was trained for {', '.join(f'{k}={_plain(trained[k])}' for k in shaping)}; "
                          f"drop {' '.join(f'{k}={_plain(settings[k])}' for k in shaping)} from --settings "
                          f"(the bot's table is --settings {fix}) or choose another --bot")
     try:
-        g = envs.game_class(game)(**table)
+        g = game_class(**table)
     except ValueError as err:
         raise ValueError(f"{err} (the bot {path} sets the table to --settings {fix})") from None
     if (meta.get("observation_size"), meta.get("num_actions")) != (g.observation_size, g.num_actions):

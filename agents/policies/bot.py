@@ -26,7 +26,6 @@ from .network import MLP, masked_choice
 FORMAT = "kahve-bot"
 FORMAT_VERSION = 1
 #: settings whose change alters what an observation or action means, even at the same sizes
-SPACE_SETTINGS = ("players", "partnerships", "bet_levels", "card_selection", "min_bet", "max_bet")
 
 
 class BotFileError(ValueError):
@@ -191,7 +190,7 @@ def check_fits(meta: dict, game, path: str = "bot") -> None:
         raise BotFileError(f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} "
                            f"actions; these settings give {game.observation_size} and {game.num_actions}")
     trained = meta.get("settings", {})
-    shaping = [k for k in SPACE_SETTINGS if k in trained and trained[k] != game.settings.get(k, trained[k])]
+    shaping = [k for k in game.space_settings if k in trained and trained[k] != game.settings[k]]
     if shaping:
         raise BotFileError(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in shaping)
                            + "; these settings change what observations and actions mean (here "

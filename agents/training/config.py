@@ -207,9 +207,8 @@ def _check_semantics(cfg: dict) -> None:
 
 def _check_evaluation_spaces(cfg: dict, game, eval_game) -> None:
     """Evaluation may change how a match is played and scored, not what the agent sees or can do."""
-    from ..policies.bot import SPACE_SETTINGS
     trained, evaluated = game.settings.as_dict(), eval_game.settings.as_dict()
-    changed = [k for k in SPACE_SETTINGS if trained.get(k) != evaluated.get(k)]
+    changed = [k for k in game.space_settings if trained[k] != evaluated[k]]
     if changed or (game.observation_size, game.num_actions) != (eval_game.observation_size, eval_game.num_actions):
         what = ", ".join(f"{k}={evaluated.get(k)!r}" for k in changed) or "these settings"
         raise ValueError(f"config key 'evaluation.settings': {what} changes the observations or actions the agent "

@@ -91,6 +91,9 @@ class Game:
     points_sign: int = 1
     #: name of the truncation-cap setting (deals or rounds per match)
     cap_setting: str = "max_deals"
+    #: the settings that change what the observations and actions are or mean (table size, stake ladder): a bot
+    #: trained under other values of these cannot play this table
+    space_settings: tuple = ()
 
     num_players: int
     num_actions: int

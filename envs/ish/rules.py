@@ -204,6 +204,7 @@ SETTINGS = SettingsSpec("ish", [
 
 class IshGame(Game):
     name = "ish"
+    space_settings = ("players", "bet_levels", "card_selection", "min_bet", "max_bet")
     version = 0
     settings_spec = SETTINGS
     cap_setting = "max_rounds"

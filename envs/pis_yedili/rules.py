@@ -191,6 +191,7 @@ SETTINGS = SettingsSpec("pis_yedili", [
 
 class PisYediliGame(Game):
     name = "pis_yedili"
+    space_settings = ("players",)
     version = 0
     settings_spec = SETTINGS
     obs_low = -1.0

@@ -93,6 +93,7 @@ SETTINGS = SettingsSpec("pishti", [
 
 class PishtiGame(Game):
     name = "pishti"
+    space_settings = ("players", "partnerships")
     version = 0
     settings_spec = SETTINGS
     obs_high = 10.0

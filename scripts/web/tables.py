@@ -91,8 +91,7 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
         if meta is None:
             continue
         trained = meta.get("settings", {})
-        shaping = {k: trained[k] for k in ("players", "partnerships", "bet_levels", "card_selection")
-                   if k in trained}
+        shaping = {k: trained[k] for k in envs.game_class(game_name).space_settings if k in trained}
         label = f"trained bot {path.stem}" + (" (" + ", ".join(f"{k}={v}" for k, v in shaping.items()) + ")"
                                               if shaping else "")
         fits, reason = True, None

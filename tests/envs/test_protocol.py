@@ -117,3 +117,16 @@ def test_the_move_log_announces_every_applied_action_forced_ones_included(name, 
         assert len(state.move_log) == n and len(twin.move_log) > n
     # and with the log off (the default) nothing is recorded
     assert game.new_state(8).move_log is None
+
+
+@pytest.mark.parametrize("name", envs.GAMES)
+def test_space_settings_are_settings_and_every_size_changing_setting_is_one(name):
+    gc = envs.game_class(name)
+    assert set(gc.space_settings) <= set(gc.settings_spec.by_name)
+    # a setting of the grid that changes the observation or action size must be declared as shaping the spaces
+    base = gc(**GRIDS[name][0])
+    for settings in GRIDS[name][1:]:
+        other = gc(**settings)
+        if (other.observation_size, other.num_actions) != (base.observation_size, base.num_actions):
+            assert any(settings.get(k, gc.settings_spec.by_name[k].default) != base.settings[k]
+                       for k in gc.space_settings), settings
