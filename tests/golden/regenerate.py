@@ -90,19 +90,22 @@ def _settings_json(game) -> str:
                       separators=(", ", ": "))
 
 
-def playthrough(name: str) -> list[str]:
-    """The lines of one golden file, generated now."""
-    game_name, settings = RULESETS[name]
-    game = envs.game_class(game_name)(**{"episode": "deal", **settings})
-    env_id = getattr(envs, game_name).raw_env.metadata["env_id"]
-    lines = [
-        f"# kahve golden playthrough; regenerate with: {REGENERATE}",
-        f"game: {game_name}",
-        f"env: {env_id}",
+def _header(kind: str, game) -> list[str]:
+    return [
+        f"# kahve golden {kind}; regenerate with: {REGENERATE}",
+        f"game: {game.name}",
+        f"env: {getattr(envs, game.name).raw_env.metadata['env_id']}",
         f"settings: {_settings_json(game)}",
         f"seed: {SEED}",
         f"policy: uniform random over the legal actions, random.Random({SEED})",
     ]
+
+
+def playthrough(name: str) -> list[str]:
+    """The lines of one golden file, generated now."""
+    game_name, settings = RULESETS[name]
+    game = envs.game_class(game_name)(**{"episode": "deal", **settings})
+    lines = _header("playthrough", game)
     rng = random.Random(SEED)
     state = game.new_state(SEED)
     n = 0
@@ -137,16 +140,7 @@ def match_playthrough(name: str) -> list[str]:
     """The lines of one whole-match golden file, generated now."""
     game_name, settings = MATCHES[name]
     game = envs.game_class(game_name)(**settings)
-    env_id = getattr(envs, game_name).raw_env.metadata["env_id"]
-    lines = [
-        f"# kahve golden match; regenerate with: {REGENERATE}",
-        f"game: {game_name}",
-        f"env: {env_id}",
-        f"settings: {_settings_json(game)}",
-        f"seed: {SEED}",
-        f"policy: uniform random over the legal actions, random.Random({SEED})",
-        "",
-    ]
+    lines = _header("match", game) + [""]
     rng = random.Random(SEED)
     state = game.new_state(SEED)
     n, deals = 0, 0
