@@ -25,6 +25,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from .engine import Game, IllegalActionError
+from .rng import seeded
 
 
 class CardGameEnv(AECEnv):
@@ -62,11 +63,14 @@ class CardGameEnv(AECEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None or self._seeder is None:
-            self._seeder = random.Random(seed)
+            self._seeder = random.Random() if seed is None else seeded(seed)
         deck = None
         if options:
             unknown = set(options) - {"deck"}
-            if unknown:  # PettingZoo's api_test passes arbitrary options, so they may not be an error
+            # PettingZoo's api_test passes arbitrary options ({"options": 1}), so another key may not be an error;
+            # it is a warning, so that a mistyped "deck" does not go unnoticed (the test suite filters the
+            # api_test's own key, see pyproject.toml)
+            if unknown:
                 warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; the only option is 'deck'")
             deck = options.get("deck")
         self.state = self.game.new_state(random.Random(self._seeder.getrandbits(64)), deck)

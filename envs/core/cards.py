@@ -60,7 +60,7 @@ def parse_card(text: str) -> int:
 
     Raises ``ValueError`` with the accepted forms when the text is not a card.
     """
-    if isinstance(text, (int,)) and not isinstance(text, bool):
+    if hasattr(text, "__index__") and not isinstance(text, bool):        # int, numpy.int64, ...
         if 0 <= text < NUM_CARDS:
             return int(text)
         raise ValueError(f"card id {text} is out of range 0..51")

@@ -183,7 +183,8 @@ class State:
     def __init__(self, game: Game, rng: random.Random | int | None, deck: list[int] | None, move_log: bool = False):
         self.game = game
         self.settings = game.settings
-        seeder = rng if isinstance(rng, random.Random) else seeded(rng) if type(rng) is int else random.Random(rng)
+        # a generator, an integer seed (any integer type; seeded() explains negative ones), or None: from the OS
+        seeder = rng if isinstance(rng, random.Random) else random.Random() if rng is None else seeded(rng)
         self.deck_rng = seeded(seeder.getrandbits(64))
         self._chance_seed = seeder.getrandbits(64)
         self._chance_rng: random.Random | None = None   # made on first use: most deals never draw from it
@@ -230,11 +231,48 @@ class State:
     def _apply(self, action: int) -> None:
         raise NotImplementedError
 
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         raise NotImplementedError
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         raise NotImplementedError
+
+    def _determinize(self, seat: int, rng: random.Random) -> "State":
+        raise NotImplementedError
+
+    def _render(self, seat: int | None) -> str:
+        raise NotImplementedError
+
+    # ----- the views, with their arguments checked (a game implements the underscored methods) ------------
+    def _check_seat(self, seat, what: str) -> int:
+        if isinstance(seat, bool) or not hasattr(seat, "__index__") or not 0 <= seat < self.num_players:
+            raise ValueError(f"{what}: seat {seat!r} is not a seat of this {self.game.name} table "
+                             f"(0 to {self.num_players - 1})")
+        return int(seat)
+
+    def observation(self, seat: int) -> np.ndarray:
+        """What ``seat`` sees and remembers, as a float32 vector (never a hidden card)."""
+        if type(seat) is not int or not 0 <= seat < self.num_players:     # the hot path: one comparison
+            seat = self._check_seat(seat, "observation")
+        return self._observation(seat)
+
+    def describe_action(self, action: int) -> str:
+        """Action ``action`` in words, in this state ("7H takes 4C")."""
+        if type(action) is not int or not 0 <= action < self.game.num_actions:
+            if isinstance(action, bool) or not hasattr(action, "__index__") \
+                    or not 0 <= action < self.game.num_actions:
+                raise ValueError(f"describe_action: {action!r} is not an action id of {self.game.name} "
+                                 f"(0 to {self.game.num_actions - 1})")
+            action = int(action)
+        return self._describe_action(action)
+
+    def determinize(self, seat: int, rng: random.Random) -> "State":
+        """A copy whose hidden cards are re-dealt consistently with what ``seat`` has seen (docs/design.md)."""
+        return self._determinize(self._check_seat(seat, "determinize"), rng)
+
+    def render(self, seat: int | None = None) -> str:
+        """The table as text: as ``seat`` sees it, or every hand with ``seat=None``."""
+        return self._render(None if seat is None else self._check_seat(seat, "render"))
 
     def is_public_action(self, action: int) -> bool:
         """Whether the other seats see this action when it is made (an Ish call is only seen at RESOLVE).
@@ -264,9 +302,6 @@ class State:
         """Other texts accepted by ``parse_action`` for a legal action (the bare form)."""
         return ()
 
-    def determinize(self, seat: int, rng: random.Random) -> "State":
-        raise NotImplementedError
-
     def to_dict(self) -> dict:
         """The whole state, hidden parts included, as plain JSON-able data: the keys every game shares
         (``game``, ``settings``, ``players``, ``dealer``, ``current_player``, then the game's own keys from
@@ -288,9 +323,6 @@ class State:
 
     def _state_dict(self) -> dict:
         """The game's own part of :meth:`to_dict`."""
-        raise NotImplementedError
-
-    def render(self, seat: int | None = None) -> str:
         raise NotImplementedError
 
     def _is_legal(self, action: int) -> bool:

@@ -9,6 +9,7 @@ goldens and mirrored evaluations replay unchanged.
 from __future__ import annotations
 
 import _random
+import operator
 import random
 
 # bit length of every list length a deck can have (two packs are 104 cards); longer lists use random.shuffle
@@ -44,9 +45,15 @@ def copy_rng(rng: random.Random) -> random.Random:
 
 
 def seeded(seed: int) -> random.Random:
-    """``random.Random(seed)`` for an integer seed, without the Python-level dispatch of ``Random.seed`` (the
-    same state: CPython seeds an int exactly so). A new deal or search node may seed two generators."""
+    """``random.Random(seed)`` for a non-negative integer seed, without the Python-level dispatch of
+    ``Random.seed`` (the same state: CPython seeds an int exactly so). A new deal or search node may seed two
+    generators. Any integer type is accepted (``numpy.int64`` too); a negative seed gets a stream of its own
+    (CPython would seed ``-n`` exactly like ``n``); anything else is a ``ValueError``."""
+    if type(seed) is not int:
+        if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+            raise ValueError(f"a seed must be an integer, not {seed!r}")
+        seed = operator.index(seed)
     new = random.Random.__new__(random.Random)
-    _random.Random.seed(new, seed)
+    _random.Random.seed(new, seed if seed >= 0 else f"negative seed {seed}")
     new.gauss_next = None
     return new

@@ -166,16 +166,16 @@ def result_of(a: int, b: int) -> int:
 RESULT = tuple(tuple(result_of(a, b) for b in range(NUM_CARDS)) for a in range(NUM_CARDS))
 
 
-def _check_reflex(value):
-    """A positive number (every seat), or a list of positive numbers (one per seat)."""
+def _check_reflex(value, nested: bool = False):
+    """A positive number (every seat), or a flat list of positive numbers (one per seat)."""
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(value)
     if isinstance(value, (int, float, np.integer, np.floating)):
         if not value > 0 or value == float("inf"):
             raise ValueError(value)
         return float(value)
-    if isinstance(value, (list, tuple, np.ndarray)) and 2 <= len(value) <= MAX_SEATS:
-        return tuple(_check_reflex(v) for v in value)
+    if not nested and isinstance(value, (list, tuple, np.ndarray)) and 2 <= len(value) <= MAX_SEATS:
+        return tuple(_check_reflex(v, nested=True) for v in value)
     raise ValueError(value)
 
 
@@ -553,7 +553,7 @@ class IshState(State):
             self._pay([share if p in winning else 0.0 for p in range(n)])
 
     # ----- views ------------------------------------------------------------------------------------
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         g, n = self.game, self.num_players
         obs = np.zeros(OBS_SIZE, dtype=np.float32)
         if self.phase != OVER:
@@ -623,7 +623,7 @@ class IshState(State):
         head = super().describe_match(seat).split("; totals: ")[0]
         return head + "; bankrolls: " + ", ".join(f"player {p} {b}" for p, b in enumerate(self.bankroll))
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         g = self.game
         if 0 <= action < g.select_base:
             text = f"bet {g.stakes[action]}"
@@ -647,7 +647,7 @@ class IshState(State):
             return ("silent", "no call", "no_call", "pass", "stay")
         return ("call", "paoy", "kath", "call paoy", "call kath")
 
-    def determinize(self, seat: int, rng: random.Random) -> "IshState":
+    def _determinize(self, seat: int, rng: random.Random) -> "IshState":
         """Re-deal what ``seat`` cannot see: before REVEAL every card (the slot order, so the drawn cards
         too); after it the undrawn cards; in CALL the calls already made by the others; and the future (the
         shuffles and reaction times of both random streams)."""
@@ -706,7 +706,7 @@ class IshState(State):
 
     _PHASE_WORDS = ("betting", "taking cards", "calling", "round over")
 
-    def render(self, seat: int | None = None) -> str:
+    def _render(self, seat: int | None) -> str:
         """An ansi table; with ``seat`` only what that seat sees (cards after REVEAL, calls after RESOLVE)."""
         g, s, n = self.game, self.settings, self.num_players
         over = self.phase == OVER

@@ -508,7 +508,7 @@ class PasurState(State):
                 + self.surs[seat] * self.settings.sur_value)
 
     # ----- views ------------------------------------------------------------------------------------
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         obs = np.zeros(OBS_SIZE, dtype=np.float32)
         opp = 1 - seat
         hand, pool = self.hands[seat], self.pool
@@ -610,7 +610,7 @@ class PasurState(State):
                          f"match total {report['scores'][p]} (target {self.settings.target_score})")
         return lines
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         if action >= TAKE:
             return f"take {card_str(action - TAKE)}"
         if self.phase == PHASE_SELECT or self.current_player is None \
@@ -643,7 +643,7 @@ class PasurState(State):
                 out.append(self._took_text(action, opts[0]))
         return out
 
-    def determinize(self, seat: int, rng: random.Random) -> "PasurState":
+    def _determinize(self, seat: int, rng: random.Random) -> "PasurState":
         """Re-deal what ``seat`` cannot see: the opponent's hand and the stock order. A buried jack (PA-5) is
         somewhere among them, at a uniformly random place, except in hand 1: the hands are dealt before the
         pool, so nobody's first hand can hold it and it is still in the stock (any place there). Every hand
@@ -716,7 +716,7 @@ class PasurState(State):
             "round_start_scores": list(self.round_start_scores),
         }
 
-    def render(self, seat: int | None = None) -> str:
+    def _render(self, seat: int | None) -> str:
         over = self.is_terminal
         lines = [f"Pâsur | round {self.deals_completed + (0 if over else 1)}, hand {self.hand_number} of "
                  f"{HANDS_PER_ROUND} | dealer: player {self.dealer} | stock: {len(self.stock)} | "

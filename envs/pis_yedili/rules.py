@@ -641,7 +641,7 @@ class PisYediliState(State):
         return self._best_sides(self.scores)
 
     # ----- views ------------------------------------------------------------------------------------
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         n = self.num_players
         obs = np.zeros(OBS_SIZE, dtype=np.float32)
         held = set()
@@ -770,7 +770,7 @@ class PisYediliState(State):
                          "the lowest total wins")
         return lines
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         if 0 <= action < PLAY_J:
             return card_str(action)
         if action < DRAW:
@@ -808,7 +808,7 @@ class PisYediliState(State):
         st.__dict__ = d
         return st
 
-    def determinize(self, seat: int, rng: random.Random) -> "PisYediliState":
+    def _determinize(self, seat: int, rng: random.Random) -> "PisYediliState":
         """Re-deal what ``seat`` cannot see: the other hands (sizes kept) and the stock order, among the worlds
         that the public play leaves possible: every hand keeps its public limits (``limits``, see
         :meth:`_limit`), and the player to move, if not ``seat``, keeps as many legal actions as a decision
@@ -1079,7 +1079,7 @@ class PisYediliState(State):
             "muamele_cards": [cards_str(m) for m in self.muamele_cards],
         }
 
-    def render(self, seat: int | None = None) -> str:
+    def _render(self, seat: int | None) -> str:
         g = self.game
         n = self.num_players
         over = self.is_terminal

@@ -390,7 +390,7 @@ class PishePashaState(State):
         return None
 
     # ----- views ------------------------------------------------------------------------------------
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         obs = np.zeros(OBS_SIZE, dtype=np.float32)
         other = 1 - seat
         ones: list[int] = []
@@ -481,7 +481,7 @@ class PishePashaState(State):
         lines.append(f"  match totals: player 0 {report['scores'][0]}, player 1 {report['scores'][1]} ({goal})")
         return lines
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         """``"turn"``; ``"give 7H onto player 1's 8C"`` and ``"place 9D onto player 1's 8C"`` name the pile they
         go to; ``"keep 9D"``."""
         p = self.current_player
@@ -522,7 +522,7 @@ class PishePashaState(State):
             return out
         return ("keep",)
 
-    def determinize(self, seat: int, rng: random.Random) -> "PishePashaState":
+    def _determinize(self, seat: int, rng: random.Random) -> "PishePashaState":
         """Re-deal what ``seat`` cannot see: the unturned cards of the original stocks (both players' — nobody
         sees a stock, its owner included), keeping each stock's size. Known (recycled) stocks stay. No choice
         tells anything about the unturned cards (every decision depends on face-up cards only), so every
@@ -572,7 +572,7 @@ class PishePashaState(State):
             "turn_number": self.turn_number,
         }
 
-    def render(self, seat: int | None = None) -> str:
+    def _render(self, seat: int | None) -> str:
         s = self.settings
         over = self.is_terminal
         target = "one deal" if s.match_target == "one_deal" else f"first to {s.match_target}"

@@ -358,7 +358,7 @@ class PishtiState(State):
             self._start_deal(None)
 
     # ----- views ------------------------------------------------------------------------------------
-    def observation(self, seat: int) -> np.ndarray:
+    def _observation(self, seat: int) -> np.ndarray:
         # built as one list of one-hot indices and two slices of values: numpy per-item writes cost ~0.1 µs each
         g = self.game
         n, ns = g.num_players, g.num_sides
@@ -430,7 +430,7 @@ class PishtiState(State):
                          f"match total {report['scores'][p]} (target {self.settings.target_score})")
         return lines
 
-    def describe_action(self, action: int) -> str:
+    def _describe_action(self, action: int) -> str:
         card = card_str(action)
         pile = self.pile
         if pile and (action % 13 == JACK or action % 13 == pile[-1] % 13):
@@ -447,7 +447,7 @@ class PishtiState(State):
     def _action_aliases(self, action: int):
         return (card_str(action), f"play {card_str(action)}")
 
-    def determinize(self, seat: int, rng: random.Random) -> "PishtiState":
+    def _determinize(self, seat: int, rng: random.Random) -> "PishtiState":
         """Re-deal what ``seat`` cannot see: other hands, the stock order, face-down pile cards and the
         face-down cards inside captured piles. Seen cards (a buried jack) go back only where they could be:
         a hand or the stock (the pile is dealt first and the jack buried before any hand is dealt, PI-6, PI-7,
@@ -497,7 +497,7 @@ class PishtiState(State):
             "hand_number": self.hand_number,
         }
 
-    def render(self, seat: int | None = None) -> str:
+    def _render(self, seat: int | None) -> str:
         g = self.game
         over = self.is_terminal
         lines = [f"Pişti, {g.num_players} players" + (" in partnerships" if g.partnerships else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from kahve import envs
@@ -78,5 +79,19 @@ def test_settings_read_only_attribute_and_item_access_and_pickle():
 
 def test_seeded_is_random_random_of_the_seed():
     from kahve.envs.core.rng import seeded
-    for seed in (0, 1, 2**31, 2**64 - 1, 12345678901234567890123, -5):
+    for seed in (0, 1, 2**31, 2**64 - 1, 12345678901234567890123):
         assert seeded(seed).getstate() == random.Random(seed).getstate()
+        assert seeded(np.int64(seed % 2**63)).getstate() == random.Random(seed % 2**63).getstate()
+
+
+def test_negative_seeds_do_not_alias_positive_ones_and_non_integers_are_refused():
+    from kahve.envs.core.rng import seeded
+    assert seeded(-5).getstate() != seeded(5).getstate()          # random.Random(-5) is random.Random(5)
+    assert seeded(-5).getstate() == seeded(-5).getstate()
+    for game in envs.GAMES:
+        g = envs.game_class(game)()
+        assert g.new_state(-5).to_dict() != g.new_state(5).to_dict()
+        assert g.new_state(np.int64(7)).to_dict() == g.new_state(7).to_dict()
+    for bad in (1.5, "7", True, [1]):
+        with pytest.raises(ValueError, match="a seed must be an integer"):
+            seeded(bad)

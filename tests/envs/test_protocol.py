@@ -130,3 +130,43 @@ def test_space_settings_are_settings_and_every_size_changing_setting_is_one(name
         if (other.observation_size, other.num_actions) != (base.observation_size, base.num_actions):
             assert any(settings.get(k, gc.settings_spec.by_name[k].default) != base.settings[k]
                        for k in gc.space_settings), settings
+
+
+@pytest.mark.parametrize("name", envs.GAMES)
+def test_views_refuse_a_seat_or_action_that_does_not_exist(name):
+    game = envs.game_class(name)()
+    state = game.new_state(4)
+    n = game.num_players
+    for bad in (-1, n, 99, 1.0, None, True):
+        with pytest.raises(ValueError, match="is not a seat of this"):
+            state.observation(bad)
+        with pytest.raises(ValueError, match="is not a seat of this"):
+            state.determinize(bad, random.Random(0))
+        if bad is not None:
+            with pytest.raises(ValueError, match="is not a seat of this"):
+                state.render(bad)
+    for bad in (-1, game.num_actions, 10**6, 2.0, "x", True):
+        with pytest.raises(ValueError, match="is not an action id of"):
+            state.describe_action(bad)
+    # integer types other than int are seats and actions like any other
+    assert np.array_equal(state.observation(np.int64(0)), state.observation(0))
+    a = state.legal_actions()[0]
+    assert state.describe_action(np.int64(a)) == state.describe_action(a)
+
+
+def test_bad_game_names_and_nested_ish_reflex_are_clear_errors():
+    with pytest.raises(ValueError, match="a game name must be a string"):
+        envs.make(None)
+    with pytest.raises(ValueError, match="unknown game 'chess'"):
+        envs.make("chess")
+    with pytest.raises(ValueError, match="setting 'reflex'"):
+        envs.game_class("ish")(players=2, reflex=[[1, 1], [1, 1]])
+
+
+def test_an_unknown_reset_option_is_a_warning_and_changes_nothing():
+    env = envs.make("pishti", players=2)
+    env.reset(seed=3)
+    want = env.unwrapped.state.to_dict()
+    with pytest.warns(UserWarning, match=r"ignoring unknown reset option\(s\) \['dek'\]"):
+        env.reset(seed=3, options={"dek": ["7H"]})
+    assert env.unwrapped.state.to_dict() == want
