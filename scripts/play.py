@@ -139,6 +139,9 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         raise ValueError(f"--seat must be from 0 to {g.num_players - 1} for this table")
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 32)   # drawn here so that a record can name it
+    if record:
+        from kahve.agents.evaluation.records import record_file
+        record = record_file(record, game, seed)        # a bad --record path fails now, not after the match
     bots, more = make_bots(bot, g, seat, seed)
     for line in notes + more:
         out(line)
@@ -198,9 +201,15 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                     out(f"not understood: {err}")
         match.apply(action)
     if record:
-        from kahve.agents.evaluation.records import make_record, write_records
+        from kahve.agents.evaluation.records import dumps, make_record, write_records
         players = ["you" if q == seat else bot for q in range(g.num_players)]
-        write_records(record, [make_record(g, seed, match.actions, state, players=players)], append=True)
+        finished = make_record(g, seed, match.actions, state, players=players)
+        try:
+            write_records(record, [finished], append=True)
+        except OSError as err:                            # the match is not lost: the record goes to the screen
+            out(f"could not write {record} ({err.strerror}); the record, to save as a .jsonl file:")
+            out(dumps(finished))
+            return 1
         out(f"match recorded in {record} (seed {seed}); replay it with: kahve replay {record}")
     return 0
 

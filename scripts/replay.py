@@ -107,7 +107,10 @@ def replay(record: dict, seat: int | None = None, inp=input, out=print, where: s
 
 
 def run(args) -> int:
-    records = load_records(args.file, replay=False)   # the chosen game is replayed (and checked) below
+    problems = []                      # a damaged line is skipped and named; the good games still replay
+    records = load_records(args.file, replay=False, problems=problems)   # the chosen game is replayed below
+    for problem in problems:
+        print(f"skipped: {problem}")
     if not 0 <= args.game_index < len(records):
         raise ValueError(f"--game-index must be from 0 to {len(records) - 1}: {args.file} holds "
                          f"{len(records)} game(s)")

@@ -113,6 +113,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_record(record: Any, where: str = "", replay: bool = True):
     """Validate one record; ``where`` (e.g. ``"games.jsonl line 3"``) prefixes every error message.
 
@@ -165,9 +174,15 @@ def check_record(record: Any, where: str = "", replay: bool = True):
     result = record["result"]
     if not isinstance(result, dict) or any(k not in result for k in RESULT_KEYS):
         raise _fail(where, "\"result\" must be an object with " + ", ".join(repr(k) for k in RESULT_KEYS))
+    for key in RESULT_KEYS:
+        values = result[key]
+        if not isinstance(values, list) or not all(_is_number(v) for v in values):
+            raise _fail(where, f"\"result\".{key!r} must be a list of numbers, not {_short(values)}")
     players = record.get("players")
-    if players is not None and (not isinstance(players, list) or len(players) != game.num_players):
-        raise _fail(where, f"\"players\" must list one name per seat ({game.num_players})")
+    if players is not None and (not isinstance(players, list) or len(players) != game.num_players
+                                or not all(isinstance(p, str) for p in players)):
+        raise _fail(where, f"\"players\" must list one name (a string) per seat ({game.num_players}), "
+                    f"not {_short(players)}")
     if replay:
         replay_states(record, where=where, game=game)
     return game
@@ -224,26 +239,47 @@ def replay_moves(record: dict, where: str = "", game=None) -> tuple[list, list[i
     return state.move_log, marks
 
 
-def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool = True) -> list[dict]:
-    """Records from JSON lines (blank lines skipped), each validated by :func:`check_record`."""
+#: a record line longer than this is refused unread (a real record is a few kB: one int per decision)
+MAX_LINE = 10_000_000
+
+
+def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool = True,
+                  problems: list | None = None) -> list[dict]:
+    """Records from JSON lines (blank lines skipped), each validated by :func:`check_record`. A bad line is a
+    ``ValueError`` naming it; with a ``problems`` list, each bad line's error goes there instead and the good
+    records are still returned (one damaged line does not cost the others)."""
     out = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         where = f"{source} line {number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise _fail(where, f"not valid JSON ({err.msg} at column {err.colno}); a record file has one "
-                        "JSON object per line") from None
-        check_record(record, where, replay=replay)
-        out.append(record)
+            out.append(_parse_line(line, where, replay))
+        except ValueError as err:
+            if problems is None:
+                raise
+            problems.append(str(err))
     return out
 
 
-def load_records(path: str, replay: bool = True) -> list[dict]:
+def _parse_line(line: str, where: str, replay: bool) -> dict:
+    if len(line) > MAX_LINE:
+        raise _fail(where, f"a line of {len(line):,} characters is not a game record")
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise _fail(where, f"not valid JSON ({err.msg} at column {err.colno}); a record file has one "
+                    "JSON object per line") from None
+    except RecursionError:
+        raise _fail(where, "JSON nested too deeply to be a game record") from None
+    check_record(record, where, replay=replay)
+    return record
+
+
+def load_records(path: str, replay: bool = True, problems: list | None = None) -> list[dict]:
     """All records of a JSON-lines file, validated (and replayed, with ``replay``). An empty file, a
-    malformed line or a foreign record is a ``ValueError`` naming the file and line."""
+    malformed line or a foreign record is a ``ValueError`` naming the file and line; with a ``problems`` list,
+    bad lines are reported there and the good records returned (an error only if none is good)."""
     if os.path.isdir(path):
         files = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
         raise ValueError(f"{path} is a folder; give one of its record files"
@@ -253,7 +289,18 @@ def load_records(path: str, replay: bool = True) -> list[dict]:
             text = f.read()
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a text file, so not a kahve record file") from None
-    records = parse_records(text.splitlines(), path, replay=replay)
+    records = parse_records(text.splitlines(), path, replay=replay, problems=problems)
     if not records:
-        raise ValueError(f"{path}: no game records in the file")
+        raise ValueError(f"{path}: no game records in the file" + (f" ({problems[0]})" if problems else ""))
     return records
+
+
+def record_file(path: str, game: str, seed: int) -> str:
+    """Where ``--record PATH`` writes: ``PATH`` itself, or a file inside it when it is a folder (checked before
+    a match is played, so a finished match is never lost to a bad path)."""
+    if os.path.isdir(path):
+        return os.path.join(path, f"{game}_{seed}.jsonl")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(f"--record {path}: {folder} is not a folder")
+    return path

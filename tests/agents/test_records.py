@@ -191,3 +191,46 @@ def test_evaluate_records_are_deterministic_and_replay(tmp_path):
     assert records[0]["seed"] == records[1]["seed"] != records[2]["seed"]     # mirrored deals share a seed
     assert "records" not in evaluate("pishti", "random", "random", games=2, settings={"players": 2,
                                                                                     "episode": "deal"})
+
+
+# ----- damaged and foreign record files (issue 16) -------------------------------------------------------------
+def _random_record(seed: int = 9) -> tuple:
+    from kahve.agents import make_policy
+    from kahve.agents.evaluation.match import Match
+    game = envs.game_class("pishti")(players=2)
+    match = Match(game, [make_policy("random", game, 1), make_policy("random", game, 2)], seed=seed)
+    match.play_bots()
+    return game, make_record(game, seed, match.actions, match.state)
+
+
+def test_one_bad_line_does_not_cost_the_other_records(tmp_path):
+    good = tmp_path / "good.jsonl"
+    line = dumps(_random_record()[1])
+    good.write_text(line + "\n{not json\n" + line + "\n" + "[" * 100_000 + "\n")
+    with pytest.raises(ValueError, match="line 2: not valid JSON"):
+        load_records(str(good))
+    problems = []
+    records = load_records(str(good), problems=problems)
+    assert len(records) == 2
+    assert len(problems) == 2 and "line 2" in problems[0] and "line 4: JSON nested too deeply" in problems[1]
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda r: r["result"].update(returns=5), "\"result\".'returns' must be a list of numbers"),
+    (lambda r: r["result"].update(scores=["a", "b"]), "\"result\".'scores' must be a list of numbers"),
+    (lambda r: r.update(players=[1, 2]), "\"players\" must list one name \\(a string\\) per seat"),
+])
+def test_malformed_results_and_players_are_clear_errors(change, match):
+    record = _random_record()[1]
+    change(record)
+    with pytest.raises(ValueError, match=match):
+        check_record(record, "x.jsonl line 1")
+
+
+def test_play_record_into_a_folder_keeps_the_match(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "play", "pishti", "--settings", "players=2",
+                        "target_score=50", "--seed", "4", "--bot", "random", "--record", str(tmp_path)],
+                       input="0\n" * 3000, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (path,) = tmp_path.glob("pishti_4.jsonl")
+    assert load_records(str(path))[0]["seed"] == 4
