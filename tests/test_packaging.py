@@ -45,7 +45,8 @@ def test_the_wheel_holds_every_package_and_the_shipped_data(wheel):
     in_wheel = {n.rsplit("/", 1)[0].replace("/", ".") for n in names if n.endswith("/__init__.py")}
     assert in_wheel == tree_packages()
     for data in ("kahve/configs/pishti/ppo.yaml", "kahve/checkpoints/pishti/ppo_2p.onnx",
-                 "kahve/checkpoints/pasur/ppo.md"):
+                 "kahve/checkpoints/pasur/ppo.md", "kahve/envs/pishti/guide.md",
+                 "kahve/scripts/web/static/index.html", "kahve/scripts/web/static/app.js"):
         assert data in names
     # kahve itself is a namespace package: no kahve/__init__.py anywhere, so no root folder shadows the wheel
     assert "kahve/__init__.py" not in names

@@ -26,4 +26,25 @@ kahve evaluate pishti heuristic random --settings players=2 --games 20 --workers
 python -c "import kahve.checkpoints; from kahve.agents import Bot; b = Bot.load(kahve.checkpoints.find('pishti/ppo_2p')); print('loaded', b.metadata['game'])"
 python -c "from kahve.agents import Bot; b = Bot.load('smoke.onnx'); print('loaded', b.metadata['game'])"
 python -c "print('\\n'.join(['0'] * 3000))" | kahve play pishti --settings players=2 --bot pishti/ppo_2p --seed 1 > play.log
+# the web table: a clear error without the web extra, then served from the installed package with it
+if kahve serve --port 8765 2> serve.err; then echo "kahve serve ran without the web extra" >&2; exit 1; fi
+grep -q "pip install 'kahve\[web\]'" serve.err
+python -m pip install -q "$(ls "$work"/dist/kahve-*.whl)[web]"
+kahve serve --port 8765 > serve.log 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+python - <<'PY'
+import json, time, urllib.request
+for _ in range(100):
+    try:
+        page = urllib.request.urlopen("http://127.0.0.1:8765/", timeout=2).read().decode()
+        break
+    except OSError:
+        time.sleep(0.2)
+else:
+    raise SystemExit("kahve serve did not answer")
+assert "<html" in page.lower()
+games = json.load(urllib.request.urlopen("http://127.0.0.1:8765/api/games", timeout=5))
+print("kahve serve answers:", len(games.get("games", games)), "games")
+PY
 echo "wheel smoke: ok"
