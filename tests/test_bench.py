@@ -25,5 +25,14 @@ def test_bench_reports_every_figure_as_json(tmp_path, capsys):
 
 
 def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
-    r = bench.ppo_measure("ish", 1, 1, subprocesses=False, light=True)
-    assert r["per_s"] > 0 and 0 < r["env_share"] < 1
+    tiny = ["n_envs=8", "ppo.n_steps=16", "ppo.batch_size=64", "ppo.n_epochs=1", "network.hidden=[32]"]
+    for layout in ("dummy", "batched"):
+        r = bench.ppo_measure("ish", 1, tiny + [f"vec_env={layout}"])
+        assert r["per_s"] > 0 and 0 < r["env_share"] < 1 and r["config"]["vec_env"] == layout
+
+
+def test_the_old_layout_is_the_old_default():
+    # what `kahve bench --ppo` compares the shipped configs with: 4 envs in DummyVecEnv, the old hyperparameters
+    assert bench.old_layout("pishti") == ["n_envs=4", "vec_env=dummy", "ppo.n_steps=512", "ppo.batch_size=512",
+                                          "ppo.n_epochs=8"]
+    assert bench.old_layout("ish")[2:] == ["ppo.n_steps=256", "ppo.batch_size=256", "ppo.n_epochs=4"]

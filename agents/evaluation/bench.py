@@ -2,8 +2,11 @@
 
 For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZoo AEC loop
 (``agent_iter``/``last``/``step`` with masks), (c) the single-agent training view (``LearnerEnv``: observation
-and mask per step, random opponents), (d) MaskablePPO training steps/s as each game's shipped config runs it,
-with 1 and 4 envs, and the share of wall time spent in the envs (``--ppo``). References in the same run: a
+and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
+envs (``--ppo``), in one run for each game: the old default layout (4 envs in SB3's ``DummyVecEnv`` with the
+hyperparameters shipped before issue 19), 4 envs in ``DummyVecEnv`` with the shipped hyperparameters, kahve's
+batched vector env with the old hyperparameters, the shipped config, and the shipped config in worker processes
+(:data:`PPO_RUNS`); the network and the algorithm are the same in all five. References in the same run: a
 do-nothing AEC env through the same wrapper and loop (the ceiling of any AEC loop here), and, with the ``bench``
 extra installed, PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights``
 (with and without observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
@@ -141,20 +144,55 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
     return run
 
 
-#: (d)'s runs: (envs, in subprocesses, light)
-PPO_RUNS = ((1, False, False), (4, True, False), (4, False, False), (4, False, True))
-
-#: (d)'s light variant: SB3's default MLP and rollout sizes against random opponents, the smallest learning
-#: cost per step, so the largest env share a user can meet
-PPO_LIGHT = ["network.hidden=[64,64]", "ppo.n_steps=256", "ppo.batch_size=256", "ppo.n_epochs=4",
-             "opponents.pool=[{policy: random, weight: 1}]"]
+#: (d)'s hyperparameters of the shipped configs before issue 19 (the old default layout ran them with 4 envs in
+#: DummyVecEnv): game -> (ppo.n_steps, ppo.batch_size, ppo.n_epochs); the network (256x256, tanh) is unchanged
+OLD_PPO = {"ish": (256, 256, 4)}
+OLD_PPO_DEFAULT = (512, 512, 8)
 
 
-def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light: bool = False) -> dict:
+def old_layout(game: str) -> list[str]:
+    """Overrides that turn ``configs/<game>/ppo.yaml`` back into the old default layout: 4 envs in SB3's
+    ``DummyVecEnv`` with the PPO hyperparameters shipped before issue 19."""
+    n_steps, batch, epochs = OLD_PPO.get(game, OLD_PPO_DEFAULT)
+    return ["n_envs=4", "vec_env=dummy", f"ppo.n_steps={n_steps}", f"ppo.batch_size={batch}",
+            f"ppo.n_epochs={epochs}"]
+
+
+def new_layout_old_hyperparameters(game: str, n_envs: int = 64) -> list[str]:
+    """The old layout's rollout (same samples per update, batch size and epochs) collected by ``n_envs`` games
+    of ``vec_env: batched``: what the vector env alone changes."""
+    n_steps, batch, epochs = OLD_PPO.get(game, OLD_PPO_DEFAULT)
+    return ["vec_env=batched", f"n_envs={n_envs}", f"ppo.n_steps={max(8, 4 * n_steps // n_envs)}",
+            f"ppo.batch_size={batch}", f"ppo.n_epochs={epochs}"]
+
+
+def old_layout_shipped_hyperparameters(game: str) -> list[str]:
+    """The shipped config's rollout (same samples per update), batch size and epochs collected by 4 envs in SB3's
+    ``DummyVecEnv``: what the layout alone changes for the shipped hyperparameters."""
+    from kahve import configs
+    from kahve.agents.training import config as config_mod
+    cfg = config_mod.load(configs.find(f"{game}/ppo"))
+    return ["n_envs=4", "vec_env=dummy", f"ppo.n_steps={cfg['ppo']['n_steps'] * cfg['n_envs'] // 4}"]
+
+
+#: (d)'s runs: key -> (what it is, overrides of configs/<game>/ppo.yaml as a function of the game)
+PPO_RUNS = {
+    "ppo_old_layout": ("4 envs in DummyVecEnv, the old shipped hyperparameters (the old default)", old_layout),
+    "ppo_dummy_shipped_hyperparameters": ("4 envs in DummyVecEnv, the shipped hyperparameters",
+                                          old_layout_shipped_hyperparameters),
+    "ppo_batched_old_hyperparameters": ("64 games in vec_env batched, the old hyperparameters",
+                                        new_layout_old_hyperparameters),
+    "ppo_shipped": ("the shipped config (its vec_env, n_envs and hyperparameters)", lambda game: []),
+    "ppo_shipped_shared": ("the shipped config in vec_env shared (one worker process per core)",
+                           lambda game: ["vec_env=shared"]),
+}
+
+
+def ppo_measure(game: str, repeats: int, overrides: list[str] = (), device: str = "cpu") -> dict:
     """(d) MaskablePPO as ``kahve train configs/<game>/ppo.yaml`` runs it (its settings, network, PPO
-    hyperparameters and opponent pool; ``light``: see :data:`PPO_LIGHT`): learner steps/s and the share of wall
-    time spent in the envs, each timed over whole cycles of one rollout and one update, so that the share does
-    not depend on where a time window falls."""
+    hyperparameters and opponent pool), with ``overrides``: learner steps/s and the share of wall time spent in
+    the envs (stepping, resetting and serving masks), each timed over whole cycles of one rollout and one
+    update, so that the share does not depend on where a time window falls."""
     import tempfile
     from pathlib import Path
 
@@ -163,8 +201,9 @@ def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light:
 
     from kahve import configs
     from kahve.agents.training import config as config_mod
+    from kahve.agents.threads import limit_threads
     from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
-    torch.set_num_threads(1)
+    torch.set_num_threads(limit_threads(1))       # and numpy's OpenBLAS, as kahve train does
 
     class Timed(VecEnvWrapper):
         env_seconds = 0.0
@@ -184,24 +223,34 @@ def ppo_measure(game: str, n_envs: int, repeats: int, subprocesses: bool, light:
             Timed.env_seconds += time.perf_counter() - self._t
             return out
 
-    overrides = [f"n_envs={n_envs}", "vec_env=" + ("subproc" if subprocesses and n_envs > 1 else "dummy")]
-    cfg = config_mod.load(configs.find(f"{game}/ppo"), overrides + (PPO_LIGHT if light else []))
+        def env_method(self, method_name, *args, indices=None, **kwargs):
+            t = time.perf_counter()
+            out = self.venv.env_method(method_name, *args, indices=indices, **kwargs)
+            Timed.env_seconds += time.perf_counter() - t
+            return out
+
+    cfg = config_mod.load(configs.find(f"{game}/ppo"), list(overrides) + [f"device={device}"])
     env = Timed(build_vec_env(cfg, pool_from_config(cfg)))
-    with tempfile.TemporaryDirectory() as tmp:
-        model = build_model(cfg, env, Path(tmp))
-        cycle = cfg["ppo"]["n_steps"] * n_envs
-        model.learn(cycle)                                     # warm-up: process start, first update
-        rates, shares = [], []
-        for _ in range(repeats):
-            Timed.env_seconds = 0.0
-            start_steps, start = model.num_timesteps, time.perf_counter()
-            model.learn(cycle, reset_num_timesteps=False)
-            elapsed = time.perf_counter() - start
-            rates.append((model.num_timesteps - start_steps) / elapsed)
-            shares.append(Timed.env_seconds / elapsed)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            model = build_model(cfg, env, Path(tmp))
+            cycle = cfg["ppo"]["n_steps"] * cfg["n_envs"]
+            model.learn(cycle)                                     # warm-up: process start, first update
+            rates, shares = [], []
+            for _ in range(repeats):
+                Timed.env_seconds = 0.0
+                start_steps, start = model.num_timesteps, time.perf_counter()
+                model.learn(cycle, reset_num_timesteps=False)
+                elapsed = time.perf_counter() - start
+                rates.append((model.num_timesteps - start_steps) / elapsed)
+                shares.append(Timed.env_seconds / elapsed)
+    finally:
         env.close()
     return {"per_s": statistics.median(rates), "min": min(rates), "max": max(rates),
-            "env_share": statistics.median(shares), "env_share_min": min(shares), "env_share_max": max(shares)}
+            "env_share": statistics.median(shares), "env_share_min": min(shares), "env_share_max": max(shares),
+            "config": {"vec_env": cfg["vec_env"], "n_envs": cfg["n_envs"], "env_workers": cfg["env_workers"],
+                       "network": cfg["network"]["hidden"],
+                       **{k: cfg["ppo"][k] for k in ("n_steps", "batch_size", "n_epochs")}}}
 
 
 # ----- peers (the "bench" extra) --------------------------------------------------------------------------
@@ -308,13 +357,15 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
               + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else ""))
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
         if ppo:
-            for n, sub, light in PPO_RUNS:
-                key = f"ppo_{n}_envs" + ("_subprocesses" if sub else "") + ("_light" if light else "")
-                row[key] = r = ppo_measure(name, n, rep, subprocesses=sub, light=light)
-                what = (f"{n} env(s) " + ("in subprocesses" if sub else "in process")
-                        + (", light (64x64 MLP, random opponents)" if light else ", shipped config"))
-                print(f"  {'':<{len(name)}}  MaskablePPO, {what}: {_fmt(r)} steps, "
-                      f"env share of wall time {r['env_share']:.0%}")
+            for key, (what, overrides) in PPO_RUNS.items():
+                row[key] = r = ppo_measure(name, rep, overrides(name))
+                c = r["config"]
+                print(f"  {'':<{len(name)}}  MaskablePPO, {what}: {_fmt(r)} steps, env share of wall time "
+                      f"{r['env_share']:.0%} [{c['vec_env']}, {c['n_envs']} envs, n_steps {c['n_steps']}, batch "
+                      f"{c['batch_size']}, {c['n_epochs']} epochs]")
+            row["ppo_shipped_vs_old_layout"] = row["ppo_shipped"]["per_s"] / row["ppo_old_layout"]["per_s"]
+            print(f"  {'':<{len(name)}}  shipped config / old default layout: "
+                  f"{row['ppo_shipped_vs_old_layout']:.2f}x the learner steps/s")
         results["games"][name] = row
     if "pishti" in results["games"]:
         p = results["games"]["pishti"]["engine"]["per_s"]

@@ -31,20 +31,31 @@ class Field:
     doc: str = ""
 
 
+#: the vector-env layouts (:mod:`.vec_env` has kahve's own two)
+VEC_ENVS = ("batched", "shared", "dummy", "subproc")
+
 OPPONENT_DEFAULT = [{"policy": "random", "weight": 1.0}, {"policy": "heuristic", "weight": 1.0}]
 
 SCHEMA: dict = {
     "game": Field(str, None, choices=tuple(envs.GAMES), doc="the game"),
     "settings": Field(dict, {}, doc="game settings (named as in docs/rules.md), e.g. {players: 2, episode: deal}"),
     "algorithm": Field(str, "ppo", choices=("ppo", "dqn")),
+    "backend": Field(str, "sb3", choices=("sb3", "rllib"),
+                     doc="sb3: stable-baselines3 in this process; rllib: Ray RLlib's PPO over env runners on this "
+                         "machine or a cluster (the rllib extra and section; docs/scale-out.md)"),
     "seed": Field(int, 0, 0, 2**31 - 1),
     "total_timesteps": Field(int, 200_000, 1, 10**10, doc="learner decisions in the whole run"),
-    "n_envs": Field(int, 4, 1, 256, doc="parallel environments"),
-    "vec_env": Field(str, "dummy", choices=("subproc", "dummy"),
-                     doc="dummy: envs in the learner's process (fastest on 2 cores: `kahve bench --ppo` measured "
-                         "1.8x the steps/s of subprocesses); subproc: one process per env, for machines with more "
-                         "cores than envs"),
-    "device": Field(str, "cpu", choices=("cpu", "cuda", "auto")),
+    "n_envs": Field(int, 4, 1, 4096, doc="parallel environments (games stepped together)"),
+    "vec_env": Field(str, "batched", choices=VEC_ENVS,
+                     doc="batched: all games in the learner's process, stepped as one batch (kahve's own vector "
+                         "env; network opponents decide for all games in one forward pass); shared: env_workers "
+                         "processes with n_envs/env_workers games each, results in shared memory, for machines "
+                         "with many cores; dummy and subproc: SB3's DummyVecEnv (envs in the learner's process, "
+                         "one at a time) and SubprocVecEnv (one process per env). See docs/benchmarks.md"),
+    "env_workers": Field(int, 0, 0, 1024, doc="worker processes of vec_env shared; 0: one per CPU core"),
+    "device": Field(str, "cpu", choices=("cpu", "cuda", "auto"),
+                    doc="where the networks train: cpu, cuda (an error if this machine has no CUDA device), "
+                        "auto (cuda when there is one)"),
     "torch_threads": Field(int, 1, 1, 256, doc="torch threads in the learner process (1 is stable on small CPUs)"),
     "output": Field(str, "runs/{game}_{algorithm}_{seed}", doc="run folder; {game} {algorithm} {seed} expand"),
     "checkpoint_every": Field(int, 50_000, 1, 10**10, doc="steps between checkpoints"),
@@ -64,22 +75,62 @@ SCHEMA: dict = {
         "vf_coef": Field(float, 0.5, 0.0, 10.0),
         "max_grad_norm": Field(float, 0.5, 0.0, 100.0),
     },
-    "dqn": {
-        "learning_rate": Field(float, 1e-4, 1e-7, 1.0),
-        "buffer_size": Field(int, 100_000, 100, 10**8),
-        "learning_starts": Field(int, 5_000, 0, 10**9),
-        "batch_size": Field(int, 128, 1, 100_000),
-        "gamma": Field(float, 0.99, 0.0, 1.0),
-        "train_freq": Field(int, 4, 1, 10_000),
-        "gradient_steps": Field(int, 1, 1, 1000),
-        "target_update_interval": Field(int, 2_000, 1, 10**8),
-        "exploration_fraction": Field(float, 0.3, 0.0, 1.0),
-        "exploration_initial_eps": Field(float, 1.0, 0.0, 1.0),
-        "exploration_final_eps": Field(float, 0.05, 0.0, 1.0),
-        "max_grad_norm": Field(float, 10.0, 0.0, 1000.0),
+    "dqn": {   # docs/dqn.md: what each option does, and the diagnosis behind the shipped values
+        "learning_rate": Field(float, 1e-4, 1e-7, 1.0, doc="Adam's step size"),
+        "buffer_size": Field(int, 100_000, 100, 10**8, doc="transitions the replay buffer holds (all envs)"),
+        "learning_starts": Field(int, 5_000, 0, 10**9, doc="steps collected before the first gradient step"),
+        "batch_size": Field(int, 128, 1, 100_000, doc="transitions per gradient step"),
+        "gamma": Field(float, 0.99, 0.0, 1.0,
+                       doc="discount per learner decision; the shipped configs use 1 with episode=deal (a deal "
+                           "ends; below 1, delaying a penalty is worth something by itself)"),
+        "train_freq": Field(int, 4, 1, 10_000, doc="vectorised env steps (n_envs transitions each) between updates"),
+        "gradient_steps": Field(int, 1, 1, 1000,
+                                doc="gradient steps per update; replay ratio = batch_size x gradient_steps / "
+                                    "(train_freq x n_envs) samples per transition"),
+        "target_update_interval": Field(int, 2_000, 1, 10**8, doc="transitions between target-network updates"),
+        "tau": Field(float, 1.0, 1e-4, 1.0, doc="target update: 1 copies the online network, less is Polyak averaging"),
+        "exploration_fraction": Field(float, 0.3, 0.0, 1.0,
+                                      doc="fraction of total_timesteps over which epsilon falls linearly"),
+        "exploration_initial_eps": Field(float, 1.0, 0.0, 1.0, doc="epsilon at the start"),
+        "exploration_final_eps": Field(float, 0.05, 0.0, 1.0, doc="epsilon after the fall"),
+        "max_grad_norm": Field(float, 10.0, 0.0, 1000.0, doc="gradient clipping (global L2 norm)"),
+        "n_step": Field(int, 1, 1, 100, doc="n-step returns: rewards of up to n learner decisions, then the "
+                                            "bootstrap (never past the end of an episode)"),
+        "double": Field(bool, False, doc="double DQN: the online network picks the next legal action, the target "
+                                         "network values it"),
+        "reward_scale": Field(float, 1.0, 1e-6, 1000.0,
+                              doc="rewards are multiplied by it for learning (the buffer keeps game points); Q-values "
+                                  "and the bot's logits are in scaled points"),
+        "loss": Field(str, "huber", choices=("huber", "mse"), doc="TD loss (Huber: quadratic within 1 scaled point)"),
+        "dueling": Field(bool, False, doc="dueling head V + A - mean A (exported folded into one layer)"),
+        "prioritized": Field(bool, False, doc="proportional prioritised replay"),
+        "priority_alpha": Field(float, 0.6, 0.0, 1.0, doc="priority = (|TD error| + priority_eps) ** alpha"),
+        "priority_beta": Field(float, 0.4, 0.0, 1.0, doc="importance-weight exponent at the start; rises to 1"),
+        "priority_eps": Field(float, 1e-3, 1e-8, 1.0, doc="added to |TD error| so that no transition starves"),
+        "margin": Field(float, 0.8, 0.0, 1000.0,
+                        doc="pretraining (pretrain.steps > 0): DQfD's large margin, in scaled points, by which the "
+                            "teacher's action must lead the others"),
+        "demo_weight": Field(float, 0.0, 0.0, 100.0,
+                             doc="after pretraining, the weight of the large-margin loss on a batch of the "
+                                 "teacher's demonstrations added to every gradient step (DQfD); 0: off"),
+    },
+    "rllib": {   # backend: rllib only (docs/scale-out.md)
+        "num_env_runners": Field(int, 2, 0, 100_000, doc="Ray actors that play episodes; 0: in the driver"),
+        "num_envs_per_env_runner": Field(int, 4, 1, 1024, doc="games each env runner plays side by side (one "
+                                                             "forward pass for all: 4 ran 2.4x the steps/s of 1 here)"),
+        "num_cpus_per_env_runner": Field(float, 1.0, 0.0, 1024.0),
+        "num_learners": Field(int, 0, 0, 1024, doc="learner actors; 0: one learner in the driver process"),
+        "num_gpus_per_learner": Field(float, 0.0, 0.0, 64.0),
+        "address": Field(str, "", doc="'': a local Ray instance; 'auto': the cluster this machine joined with "
+                                      "`ray start`; HOST:PORT: that cluster"),
+        "num_cpus": Field(int, 0, 0, 100_000, doc="CPUs of the local Ray instance; 0: what the runners and "
+                                                 "learners ask for"),
+        "train_batch_size": Field(int, 0, 0, 10**8, doc="env steps per PPO update; 0: ppo.n_steps x n_envs, the "
+                                                        "rollout of the sb3 backend"),
     },
     "pretrain": {
-        "steps": Field(int, 0, 0, 10**8, doc="teacher decisions to imitate before PPO (behaviour cloning); 0: off"),
+        "steps": Field(int, 0, 0, 10**8, doc="teacher decisions to imitate before learning (PPO: behaviour "
+                                             "cloning; DQN: the large-margin loss of dqn.margin); 0: off"),
         "teacher": Field(str, "heuristic", doc="the policy imitated"),
         "epochs": Field(int, 5, 1, 1000),
         "batch_size": Field(int, 512, 8, 10**6),
@@ -157,6 +208,7 @@ def _check_settings(where: str, settings: dict) -> None:
 def _check_semantics(cfg: dict) -> None:
     if cfg["game"] is None:
         raise ValueError("config key 'game' is required; one of: " + ", ".join(envs.GAMES))
+    _check_device(cfg["device"])
     game_cls = envs.game_class(cfg["game"])
     _check_settings("settings", cfg["settings"])
     _check_settings("evaluation.settings", cfg["evaluation"]["settings"])
@@ -193,8 +245,6 @@ def _check_semantics(cfg: dict) -> None:
             make_policy(spec, game, 0)
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"config key 'evaluation.opponents[{k}]': {err}") from None
-    if cfg["pretrain"]["steps"] and cfg["algorithm"] != "ppo":
-        raise ValueError("config key 'pretrain.steps': behaviour cloning is implemented for algorithm ppo only")
     try:
         make_policy(cfg["pretrain"]["teacher"], game, 0)
     except (ValueError, FileNotFoundError) as err:
@@ -202,7 +252,30 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
+    if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
+        raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
+                         "masked DQN: backend sb3)")
     _check_memory(cfg, game)
+
+
+def cuda_available() -> tuple[bool, str]:
+    """Whether torch here can train on CUDA, and what it is (a device name, or why not)."""
+    import torch
+    if not torch.cuda.is_available():
+        built = getattr(torch.version, "cuda", None)
+        why = (f"torch {torch.__version__} is built without CUDA" if not built
+               else f"torch {torch.__version__} (CUDA {built}) finds no CUDA device")
+        return False, why
+    return True, torch.cuda.get_device_name(0)
+
+
+def _check_device(device: str) -> None:
+    if device != "cuda":
+        return
+    ok, what = cuda_available()
+    if not ok:
+        raise ValueError(f"config key 'device': 'cuda', but {what}; use device cpu (or auto: cuda when there is "
+                         "one), or install a CUDA build of torch on a machine with an NVIDIA GPU")
 
 
 def _check_evaluation_spaces(cfg: dict, game, eval_game) -> None:
@@ -241,7 +314,8 @@ def memory_estimate(cfg: dict, game) -> dict[str, int]:
     else:
         params = trunk + last * actions + actions
         need["network.hidden"] = params * 4 * 5                              # + the target network
-        need["dqn.buffer_size"] = cfg["dqn"]["buffer_size"] * (2 * obs * 4 + actions + 8 + 3 * 4)
+        need["dqn.buffer_size"] = cfg["dqn"]["buffer_size"] * (2 * obs * 4 + actions + 8 + 3 * 4
+                                                             + (4 if cfg["dqn"]["prioritized"] else 0))
     pre = cfg["pretrain"]
     if pre["steps"]:
         decisions = pre["steps"] + pre["dagger_rounds"] * (pre["dagger_steps"] or pre["steps"])
@@ -365,9 +439,9 @@ def load(path, overrides: list[str] | None = None) -> dict:
 
 # ----- resuming --------------------------------------------------------------------------------------------------
 #: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives
-FIXED_ON_RESUME = ("game", "settings", "algorithm", "network.hidden", "network.activation", "output")
-#: and for DQN, the replay buffer's layout
-FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size")
+FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation", "output")
+#: and for DQN, the replay buffer's layout (and the dueling head's parameters)
+FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 
 
 def for_resume(saved: dict, overrides: list[str], source: str = "config.yaml") -> dict:

@@ -7,7 +7,14 @@ is the learner's own, per the game's ``reward`` setting. ``action_masks()`` is a
 the observation last returned), so sb3-contrib's masking works through ``SubprocVecEnv`` too. The mask is not
 repeated in ``info``: SB3's ``DummyVecEnv`` deep-copies every info dict on every step.
 
-Opponents come from an :class:`~.opponents.OpponentPool`: each episode draws one policy per opponent side.
+Opponents come from an :class:`~.opponents.OpponentPool`: each episode draws one policy per opponent side; the
+env builds its own policies (seeded from its own stream), so its games never depend on other envs.
+
+``reset()`` and ``step()`` are each one generator (:meth:`LearnerEnv.reset_steps`,
+:meth:`LearnerEnv.step_steps`) driven to its end: it yields a network opponent whenever one is to move, and
+takes that opponent's action back. Here the answer is the opponent's own ``act``;
+:class:`~.game_batch.GameBatch` drives the same generators of many envs at once and answers all games waiting
+on one network with one forward pass, so every vector-env layout plays exactly the games of these single envs.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import numpy as np
 
 from kahve import envs
 
-from .opponents import OpponentPool
+from .opponents import OpponentPool, batch_group
 from ..policies.base import decide
 
 
@@ -40,11 +47,14 @@ class LearnerEnv(gym.Env):
         self._mask = None
         self.learner_side = 0
         self._opponents: list = []
+        self._batched: list[bool] = []     # per side: its opponent is a network, asked through the generator
+        self._policies: dict = {}          # this env's opponent policies, by pool entry (built on first draw)
 
     # ----- opponents ---------------------------------------------------------------------------------
     def set_pool(self, pool: OpponentPool) -> None:
         """Replace the opponent pool (e.g. when self-play adds a snapshot); applies from the next episode."""
         self.pool = pool
+        self._policies = {}
 
     def get_pool(self) -> OpponentPool:
         return self.pool
@@ -59,14 +69,20 @@ class LearnerEnv(gym.Env):
         self._rng.setstate((v, tuple(internal), g))
         self._episodes = state["episodes"]
 
-    def _advance(self) -> float:
-        """Let the opponents play until the learner is to move or the episode is over; return the
-        learner's reward collected meanwhile."""
+    def _advance(self):
+        """Let the opponents play until the learner is to move or the episode is over; return the learner's
+        reward collected meanwhile. A generator: a network opponent to move is yielded, and its action is what
+        the driver sends back."""
         st, g = self.state, self.game
         reward = 0.0
         mine = self._my_seat
-        while st.current_player is not None and g.sides[st.current_player] != self.learner_side:
-            st.apply(decide(self._opponents[g.sides[st.current_player]], st))
+        sides, side, opponents, batched = g.sides, self.learner_side, self._opponents, self._batched
+        while st.current_player is not None and sides[st.current_player] != side:
+            other = sides[st.current_player]
+            if batched[other]:
+                st.apply((yield opponents[other]))
+            else:
+                st.apply(decide(opponents[other], st))
             reward += st.rewards[mine]
             if st.out[mine]:
                 break
@@ -88,6 +104,23 @@ class LearnerEnv(gym.Env):
 
     # ----- gymnasium API ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
+        return self._drive(self.reset_steps(seed, options))
+
+    def step(self, action):
+        return self._drive(self.step_steps(action))
+
+    def _drive(self, steps):
+        """Run a :meth:`reset_steps`/:meth:`step_steps` generator to its end, each network opponent it yields
+        deciding with its own ``act``."""
+        try:
+            policy = next(steps)
+            while True:
+                policy = steps.send(decide(policy, self.state))
+        except StopIteration as stop:
+            return stop.value
+
+    def reset_steps(self, seed: int | None = None, options: dict | None = None):
+        """:meth:`reset` as a generator (see :meth:`_advance`); returns ``(obs, info)``."""
         super().reset(seed=seed)
         if seed is not None:
             self._rng = random.Random(seed)
@@ -96,13 +129,14 @@ class LearnerEnv(gym.Env):
         while True:
             self.learner_side = self._episodes % g.num_sides
             self._episodes += 1
-            self._opponents = [None if side == self.learner_side else self.pool.draw(self._rng, g)
-                               for side in range(g.num_sides)]
+            self._opponents = [None if side == self.learner_side
+                               else self.pool.draw(self._rng, g, self._policies) for side in range(g.num_sides)]
+            self._batched = [p is not None and batch_group(p) is not None for p in self._opponents]
             for p in self._opponents:
                 if p is not None and hasattr(p, "reset"):
                     p.reset()
             self.state = g.new_state(self._rng, deck)      # seeds the deal from this env's stream
-            self._advance()
+            yield from self._advance()
             # an episode in which the learner never has a real decision (every move of its forced, e.g. a
             # Pishe Pasha deal without a GIVE or PENDING for it) teaches nothing and cannot be stepped: next one
             if self.state.current_player is not None or deck is not None:
@@ -111,13 +145,15 @@ class LearnerEnv(gym.Env):
         self._mask = self._legal_mask()
         return obs, {}
 
-    def step(self, action):
+    def step_steps(self, action):
+        """:meth:`step` as a generator (see :meth:`_advance`); returns ``(obs, reward, terminated, truncated,
+        info)``."""
         st = self.state
         seat = st.current_player
         st.apply(int(action))
         reward = st.rewards[seat]
         if not st.is_terminal and not st.out[seat]:
-            reward += self._advance()
+            reward += yield from self._advance()
         terminated, truncated = self._done()
         obs = st.observation(self._my_seat)
         self._mask = self._legal_mask()

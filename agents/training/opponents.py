@@ -2,9 +2,14 @@
 
 An entry is ``(spec, weight)``, where spec is a policy spec string (``random``, ``heuristic``,
 ``ismcts:50``, a bot file) or a :class:`~.mlp.MLP` snapshot of the learner. Each episode draws one entry
-per opponent side with probability proportional to its weight. Policies are built once per process and
-cached; a pool is plain data, so it travels to ``SubprocVecEnv`` workers and into checkpoints (as ``.npz``
-snapshots and a JSON list, never a pickle).
+per opponent side with probability proportional to its weight. Policies are built once per env (each
+:class:`~.learner_env.LearnerEnv` keeps its own, seeded from its own stream), so an env's trajectory never
+depends on which other envs share its process: every vector-env layout deals the same games for the same
+seeds. A pool is plain data, so it travels to env processes and into checkpoints (as ``.npz`` snapshots and a
+JSON list, never a pickle).
+
+Network opponents (self-play snapshots, bot files) can decide for many games in one forward pass:
+:func:`batch_group` says which policies share a network, :func:`decide_batch` decides for all of them.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import json
 import math
 from pathlib import Path
 
-from ..policies.network import MLP, NetworkPolicy
+import numpy as np
+
+from ..policies.network import MLP, NetworkPolicy, masked_choice
 from ..policies.specs import make_policy
 
 
@@ -33,6 +40,7 @@ class OpponentPool:
 
     def _init_draws(self) -> None:
         self._cache: dict[int, object] = {}
+        self._bots: dict[int, object] = {}        # bot files loaded in this process, by entry
         self._cum_weights = list(itertools.accumulate(w for _, w in self.entries))   # what choices() would build
 
     def __getstate__(self):
@@ -52,15 +60,27 @@ class OpponentPool:
                 out.append(spec)
         return out
 
-    def draw(self, rng, game):
-        """One opponent policy, drawn by weight with ``rng`` (a ``random.Random``)."""
+    def draw(self, rng, game, cache: dict | None = None):
+        """One opponent policy, drawn by weight with ``rng`` (a ``random.Random``). A policy is built on its
+        first draw (seeded from ``rng``) and kept in ``cache`` (an env's own dict; default: the pool's)."""
+        cache = self._cache if cache is None else cache
         k = rng.choices(range(len(self.entries)), cum_weights=self._cum_weights)[0]
-        if k not in self._cache:
-            spec = self.entries[k][0]
-            seed = rng.getrandbits(32)
-            self._cache[k] = (NetworkPolicy(spec, seed=seed, name=f"snapshot_{k}") if isinstance(spec, MLP)
-                              else make_policy(spec, game, seed))
-        return self._cache[k]
+        if k not in cache:
+            cache[k] = self._build(k, game, rng.getrandbits(32))
+        return cache[k]
+
+    def _build(self, k: int, game, seed: int):
+        spec = self.entries[k][0]
+        if isinstance(spec, MLP):
+            return NetworkPolicy(spec, seed=seed, name=f"snapshot_{k}")
+        from ..policies.bot import Bot
+        bot = self._bots.get(k)
+        if bot is not None:           # a bot file is loaded once per process; each env's copy has its own generator
+            return Bot(bot.session, bot.metadata, bot.path, bot.temperature, seed)
+        policy = make_policy(spec, game, seed)
+        if type(policy) is Bot:
+            self._bots[k] = policy
+        return policy
 
     def with_snapshot(self, mlp: MLP, weight: float, max_snapshots: int) -> "OpponentPool":
         """A new pool with ``mlp`` added; the oldest snapshots beyond ``max_snapshots`` are dropped."""
@@ -112,3 +132,35 @@ class OpponentPool:
             return cls(entries)
         except ValueError as err:
             raise ValueError(f"{folder / 'pool.json'}: {err}") from None
+
+
+# ----- batched decisions of network opponents ------------------------------------------------------------------
+def batch_group(policy):
+    """A key shared by the policies that run the same network (a snapshot's :class:`MLP`, a bot file), so that
+    the games waiting on them can be decided in one forward pass; ``None`` for a policy that decides per game
+    (random, the heuristics, the searches, a bot inside a search)."""
+    if type(policy) is NetworkPolicy:
+        return ("network", id(policy.mlp))
+    from ..policies.bot import Bot
+    if type(policy) is Bot:
+        return ("bot", policy.path)
+    return None
+
+
+def network_scores(policy, observations: np.ndarray) -> np.ndarray:
+    """The scores (logits or Q-values) of ``policy``'s network for a batch of observations, ``(n, actions)``."""
+    if type(policy) is NetworkPolicy:
+        return policy.mlp.forward(observations)
+    return policy.session.run(["logits"], {"observation": np.asarray(observations, dtype=np.float32)})[0]
+
+
+def decide_batch(policies: list, observations: np.ndarray, masks: np.ndarray) -> list[int]:
+    """The actions of ``policies`` (one per game, all of one :func:`batch_group`) for the games' observations
+    and legal masks, with one forward pass. Each game's choice is what its own policy's ``act`` would choose:
+    the best legal action, or (with a temperature) a sample from that policy's own generator."""
+    scores = network_scores(policies[0], observations)
+    if all(p.temperature <= 0 for p in policies):
+        # masked_choice's argmax over the legal actions, for every row at once: illegal ones can never win
+        best = np.where(masks, scores, -np.inf).argmax(axis=1)
+        return [int(a) for a in best]
+    return [masked_choice(scores[j], masks[j], p.temperature, p.rng) for j, p in enumerate(policies)]

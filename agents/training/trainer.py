@@ -44,10 +44,19 @@ def pool_from_config(cfg: dict) -> OpponentPool:
 
 
 def build_vec_env(cfg: dict, pool: OpponentPool):
+    """The training envs of ``cfg`` (``vec_env``, ``n_envs``, ``env_workers``) under SB3's ``VecMonitor``. Env
+    ``i`` is seeded ``seed * 1000 + i`` in every layout, so every layout deals the same games."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
-    subprocesses = cfg["vec_env"] == "subproc" and cfg["n_envs"] > 1
-    fns = [_make_env(cfg["game"], cfg["settings"], pool, cfg["seed"] * 1000 + i, subprocesses)
-           for i in range(cfg["n_envs"])]
+    from .vec_env import BatchedVecEnv, SharedMemoryVecEnv, default_workers
+    layout, n = cfg["vec_env"], cfg["n_envs"]
+    seeds = [cfg["seed"] * 1000 + i for i in range(n)]
+    if layout == "batched":
+        return VecMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds))
+    if layout == "shared":
+        workers = cfg.get("env_workers") or default_workers()
+        return VecMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers))
+    subprocesses = layout == "subproc" and n > 1
+    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses) for s in seeds]
     if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:
@@ -67,13 +76,17 @@ def build_model(cfg: dict, vec, run_dir):
                                                                  activation_fn=activation),
                            **cfg["ppo"], **common)
     from .dqn import MaskedDQN
+    # a network pretrained on demonstrations explores epsilon-greedily from the start, not at random
     return MaskedDQN("MlpPolicy", vec, policy_kwargs=dict(net_arch=hidden, activation_fn=activation),
-                     **cfg["dqn"], **common)
+                     warmup="policy" if cfg["pretrain"]["steps"] else "random", **cfg["dqn"], **common)
 
 
 def model_from_checkpoint(cfg: dict, run: RunDir, ck: Checkpoint):
     """The model of a checkpoint, rebuilt from the config with its weights and counters (for export; envs in
     this process, no replay buffer)."""
+    if cfg.get("backend", "sb3") == "rllib":
+        from .rllib_backend import model_from_checkpoint as rllib_model
+        return rllib_model(cfg, run, ck)
     _check_format(ck)
     state = ck.read_state()
     vec = build_vec_env({**cfg, "vec_env": "dummy"}, pool_from_config(cfg))
@@ -148,11 +161,15 @@ class Trainer:
             self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
                                                                        checkpoint.demonstrations)
         self.vec = build_vec_env(cfg, self.pool)
-        self.subprocesses = type(self.vec.venv).__name__ == "SubprocVecEnv"
+        self.subprocesses = hasattr(self.vec.venv, "processes")      # SubprocVecEnv, SharedMemoryVecEnv
         try:
             self.model = build_model(cfg, self.vec, run.root)
             if checkpoint is not None:
                 restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
+                if self.cloning is None and getattr(self.model, "demo_weight", 0) > 0 \
+                        and checkpoint.demonstrations.exists():  # DQN: the demonstrations its margin loss reads
+                    self.model.keep_demonstrations(Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
+                                                                                checkpoint.demonstrations))
         except BaseException:
             self.vec.close()
             raise
@@ -209,6 +226,8 @@ class Trainer:
             state = save_learner(ck, self.model, self.pool, self.vec, envs_reachable)
             if self.cloning is not None and self.cloning.demonstrations is not None:
                 save_npz(ck.demonstrations, self.cloning.demonstrations)
+            elif getattr(self.model, "demonstration_arrays", None) is not None:    # DQN's demo_weight keeps them
+                save_npz(ck.demonstrations, self.model.demonstration_arrays)
             schedule = asdict(self.schedule)
             schedule["wall_seconds"] = self.schedule.wall_seconds + self.session_seconds()
             return {**state, **schedule}
@@ -310,6 +329,9 @@ class Trainer:
 
 def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=print) -> dict:
     """Run (or resume) a training run; returns the summary. The run folder is locked while it runs."""
+    if cfg.get("backend", "sb3") == "rllib":          # Ray RLlib (the rllib extra): .rllib_backend, same run folder
+        from .rllib_backend import train as train_rllib
+        return train_rllib(cfg, resume_dir, progress=progress, log=log)
     n = limit_threads(cfg["torch_threads"])
     import torch
     torch.set_num_threads(n)
@@ -334,7 +356,8 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
         if checkpoint is not None:
             log(f"resuming {run} from its checkpoint at {steps:,} steps (of {cfg['total_timesteps']:,})")
         log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
-            f"with {cfg['n_envs']} envs; run folder {run}; TensorBoard: tensorboard --logdir {run.tb}")
+            f"with {cfg['n_envs']} envs ({cfg['vec_env']}); run folder {run}; TensorBoard: tensorboard --logdir "
+            f"{run.tb}")
         return Trainer(cfg, run, checkpoint, log=log).run(progress=progress)
 
 

@@ -297,11 +297,11 @@ def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
     cfg = str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml")
     first = _popen_train([cfg, "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
-                          "checkpoint_every=500", "evaluation.every=0", f"output={out}"], tmp_path)
+                          "checkpoint_every=500", "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     try:
         _wait_for(out / "checkpoints" / "latest" / "state.json", first)
         second = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", cfg, "--no-progress", "--override",
-                                 "total_timesteps=1000", "n_envs=1", f"output={out}"], cwd=tmp_path,
+                                 "total_timesteps=1000", "n_envs=1", "pretrain.steps=0", f"output={out}"], cwd=tmp_path,
                                 capture_output=True, text=True, timeout=300)
         assert second.returncode == 2 and f"in use by another kahve train (process {first.pid})" in second.stderr
         resume = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", "--resume", str(out)],
@@ -320,7 +320,7 @@ def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
     proc = _popen_train([str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml"), "--no-progress", "--override",
                          "total_timesteps=10000000", "n_envs=2", "vec_env=subproc", "checkpoint_every=100000000",
-                         "evaluation.every=0", f"output={out}"], tmp_path)
+                         "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     _wait_for(out / "tb", proc)
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)                                 # Ctrl-C reaches the env processes too
