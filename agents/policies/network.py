@@ -83,6 +83,8 @@ class MLP:
             modules = list(policy.mlp_extractor.policy_net) + [policy.action_net]
         weights, biases, activation = [], [], None
         for m in modules:
+            if hasattr(m, "as_linear"):                   # a layer that folds into one Linear (DQN's dueling head)
+                m = m.as_linear()
             if isinstance(m, nn.Linear):
                 weights.append(m.weight.detach().cpu().numpy().copy())
                 biases.append(m.bias.detach().cpu().numpy().copy())

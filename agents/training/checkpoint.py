@@ -62,8 +62,10 @@ def restore_learner(ck: Checkpoint, state: dict, model, vec, seed: int, log=prin
 #: model attributes that carry a run's progress (beyond its weights); the rest comes from the config
 COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_current_progress_remaining")
 COUNTERS_DQN = ("_n_calls", "exploration_rate")
-#: the arrays of SB3's ReplayBuffer, plus the next-state masks of :class:`~.dqn.MaskedReplayBuffer`
-BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts", "next_action_masks")
+#: the arrays of SB3's ReplayBuffer, plus the next-state masks of :class:`~.dqn.MaskedReplayBuffer` and, with
+#: prioritised replay, its priorities (an array a buffer lacks is neither saved nor loaded)
+BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts", "next_action_masks",
+                 "priorities")
 
 
 # ----- the model -------------------------------------------------------------------------------------------------

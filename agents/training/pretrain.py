@@ -1,4 +1,6 @@
-"""Behaviour cloning before PPO: start the learner where a teacher policy (usually the heuristic) stands.
+"""Behaviour cloning before PPO (and demonstrations before DQN): start the learner where a teacher policy
+(usually the heuristic) stands. A masked DQN fits its Q-network instead (:meth:`~.dqn.MaskedDQN.fit_demonstrations`:
+DQfD's large-margin loss and the teacher's returns); :func:`fit_demonstrations` picks the fit.
 
 Learning card play from scratch spends most of its budget discovering what any club player knows (capture
 when you can, keep a jack). A fresh MaskablePPO run can instead imitate a teacher first: the teacher plays the
@@ -109,6 +111,16 @@ def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_ra
     return stats
 
 
+def fit_demonstrations(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
+                       log=print) -> dict:
+    """Fit ``model`` to demonstrations: its own ``fit_demonstrations`` (the masked DQN's large-margin loss,
+    :mod:`.dqn`) if it has one, else behaviour cloning of a MaskablePPO policy."""
+    fit = getattr(model, "fit_demonstrations", None)
+    if fit is not None:
+        return fit(data, epochs, batch_size, learning_rate, seed, log=log)
+    return behaviour_clone(model, data, epochs, batch_size, learning_rate, seed, log=log)
+
+
 DEMONSTRATION_ARRAYS = ("obs", "masks", "actions", "returns", "agree")
 
 
@@ -140,7 +152,8 @@ class Cloning:
         import os
         cfg = self.cfg
         return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, cfg["pretrain"]["teacher"], steps,
-                                      cfg["ppo"]["gamma"], seed, workers=min(cfg["n_envs"], os.cpu_count() or 1),
+                                      cfg[cfg["algorithm"]]["gamma"], seed,
+                                      workers=min(cfg["n_envs"], os.cpu_count() or 1),
                                       actor=actor)
 
     def run(self, model) -> dict:
@@ -159,7 +172,7 @@ class Cloning:
                 self.log(f"behaviour cloning resumed: {len(self.demonstrations['actions']):,} decisions from the "
                          f"checkpoint, {done['fits']} of {1 + pre['dagger_rounds']} fits done")
             if done["fits"] == 0:
-                done["stats"] = behaviour_clone(model, self.demonstrations, pre["epochs"], pre["batch_size"],
+                done["stats"] = fit_demonstrations(model, self.demonstrations, pre["epochs"], pre["batch_size"],
                                                 pre["learning_rate"], cfg["seed"], log=self.log)
                 done["fits"] = 1
             for k in range(done["fits"] - 1, pre["dagger_rounds"]):
@@ -174,7 +187,7 @@ class Cloning:
                     done["collected"] = k + 2
                     done["rounds"].append({"round": k + 1, "states": len(more["actions"]),
                                            "played_like_teacher": played_like_teacher})
-                done["stats"] = behaviour_clone(model, self.demonstrations, pre["dagger_epochs"], pre["batch_size"],
+                done["stats"] = fit_demonstrations(model, self.demonstrations, pre["dagger_epochs"], pre["batch_size"],
                                                 pre["learning_rate"], cfg["seed"] + k + 1, log=self.log)
                 done["fits"] = k + 2
         finally:
