@@ -1,16 +1,32 @@
 """Flat Monte-Carlo rollouts over a base policy: a policy-improvement operator (Tesauro & Galperin 1996).
 
 For each legal action, the searcher samples K worlds consistent with what it has seen (``determinize``),
-plays the action and finishes the current deal with the game's heuristic in every seat, and keeps the action
-with the best total value of its side. All actions are compared on the same K worlds with the same rollout
-random streams (common random numbers), so the comparison is paired and far less noisy than K suggests.
-Generic over the games: it needs ``determinize``/``clone``/``apply`` and the game's heuristic.
+plays the action and finishes the current deal with the base policy in every seat, and keeps the action with
+the best total value of its side (:meth:`Game.relative_points`, penalties flipped). All actions are compared on
+the same K worlds with the same rollout random streams (common random numbers), so the comparison is paired
+and far less noisy than K suggests. Generic over the games: it needs ``determinize``/``clone``/``apply``.
+
+The base policy (spec ``rollout:K:SPEC``, see :mod:`.specs`) is the game's heuristic by default, or any
+policy: a network (a bot file, or an :class:`~.network.NetworkPolicy`) is run for all K x (legal actions)
+rollouts in lock-step, one batched forward pass per step; any other policy is asked move by move through
+:func:`~.base.decide`. Before each rollout the base policy's generator is reseeded from the world's seed, so
+the common random numbers hold for stochastic base policies too.
+
+``margin`` (spec option ``z=Z``, docs/search.md) makes the improvement conservative: the base policy's own
+choice at the root is kept unless the best action's mean advantage over it, paired per world, exceeds ``margin``
+standard errors. The plain argmax (``margin=0``, the default) picks whichever action was luckiest whenever the
+values are noisy and the legal actions many (the winner's curse); in Pis Yedili, whose deal values are large and
+heavy-tailed, that made ``rollout:16`` lose to the heuristic it searches over.
 """
 
 from __future__ import annotations
 
+import math
 import random
 
+import numpy as np
+
+from .base import decide
 from .heuristics import heuristic_for
 
 
@@ -18,15 +34,21 @@ class RolloutPolicy:
     DEFAULT_ROLLOUTS = 16
     reads_observation = False
 
-    def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None):
+    def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None, policy=None,
+                 margin: float = 0.0, name: str | None = None):
+        """``policy``: the base policy object (None: the game's heuristic, seeded with ``seed``)."""
         self.game = game
         self.rollouts = rollouts
+        self.margin = float(margin)
         self.rng = random.Random(seed)
-        self.base = heuristic_for(game, seed)
-        self.name = f"rollout:{rollouts}"
+        self.base = heuristic_for(game, seed) if policy is None else policy
+        self._choose = getattr(self.base, "choose", None)             # a heuristic: no observation needed
+        self._scorer = network_scorer(self.base) if self._choose is None else None
+        self.name = name or f"rollout:{rollouts}"
 
     def reset(self) -> None:
-        pass
+        if hasattr(self.base, "reset"):
+            self.base.reset()
 
     def act(self, observation, action_mask, state=None) -> int:
         if state is None:
@@ -36,17 +58,128 @@ class RolloutPolicy:
             return legal[0]
         seat = state.current_player
         worlds = [(state.determinize(seat, self.rng), self.rng.getrandbits(32)) for _ in range(self.rollouts)]
-        totals = [sum(self._rollout(world, a, seed, seat) for world, seed in worlds) for a in legal]
+        if self._scorer is not None:
+            values = self._lockstep(worlds, legal, seat)
+        else:
+            values = [[self._rollout(world, a, seed, seat) for world, seed in worlds] for a in legal]
+        totals = [sum(v) for v in values]
         best = max(totals)
-        return legal[totals.index(best)]
+        i = totals.index(best)
+        if self.margin <= 0:
+            return legal[i]
+        # conservative: keep the base policy's choice unless the best is better by `margin` standard errors
+        base_action = self._base_choice(state, legal, self.rng.getrandbits(32))
+        j = legal.index(base_action)
+        if i == j:
+            return base_action
+        diff = [x - y for x, y in zip(values[i], values[j])]
+        k = len(diff)
+        mean = sum(diff) / k
+        sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1)) if k > 1 else 0.0
+        return legal[i] if mean > self.margin * sd / math.sqrt(k) else base_action
+
+    # ----- the base policy ------------------------------------------------------------------------------
+    def _base_choice(self, state, legal: list[int], seed: int) -> int:
+        reseed(self.base, seed)
+        if self._choose is not None:
+            return self._choose(state, legal)
+        return decide(self.base, state)
 
     def _rollout(self, world, action: int, seed: int, seat: int) -> float:
+        """One rollout, move by move: ``action`` in ``world`` (a clone of it), then the base policy to the
+        end of the deal; the value of ``seat``'s side."""
         sim = world.clone()
         deal = sim.deals_completed
         sim.apply(action)
-        self.base.rng.seed(seed)
-        while sim.current_player is not None and sim.deals_completed == deal:
-            sim.apply(self.base.choose(sim, sim.legal_actions()))
-        if sim.deals_completed == deal:
-            return 0.0
-        return sim.game.relative_points(sim.deal_report["deal_points"], seat)
+        choose = self._choose
+        if choose is not None:
+            self.base.rng.seed(seed)
+            while sim.current_player is not None and sim.deals_completed == deal:
+                sim.apply(choose(sim, sim.legal_actions()))
+        else:
+            reseed(self.base, seed)
+            base = self.base
+            while sim.current_player is not None and sim.deals_completed == deal:
+                sim.apply(decide(base, sim))
+        return deal_value(sim, deal, seat)
+
+    def _lockstep(self, worlds, legal: list[int], seat: int) -> list[list[float]]:
+        """Every (action, world) rollout at once: one batched forward pass of the network per step."""
+        scorer, temperature = self._scorer
+        sims, rngs = [], []
+        deal = worlds[0][0].deals_completed
+        for a in legal:
+            for world, seed in worlds:
+                sim = world.clone()
+                sim.apply(a)
+                sims.append(sim)
+                rngs.append(random.Random(seed) if temperature > 0 else None)
+        active = [i for i, sim in enumerate(sims) if sim.current_player is not None and sim.deals_completed == deal]
+        num_actions = self.game.num_actions
+        while active:
+            obs = np.stack([sims[i].observation(sims[i].current_player) for i in active])
+            mask = np.zeros((len(active), num_actions), dtype=bool)
+            rows, cols = [], []
+            for r, i in enumerate(active):
+                la = sims[i].legal_actions()
+                rows.extend([r] * len(la))
+                cols.extend(la)
+            mask[rows, cols] = True
+            choices = masked_choices(scorer(obs), mask, temperature, [rngs[i] for i in active])
+            still = []
+            for i, a in zip(active, choices):
+                sim = sims[i]
+                sim.apply(int(a))
+                if sim.current_player is not None and sim.deals_completed == deal:
+                    still.append(i)
+            active = still
+        k = len(worlds)
+        return [[deal_value(sims[n * k + w], deal, seat) for w in range(k)] for n in range(len(legal))]
+
+
+def deal_value(sim, deal: int, seat: int) -> float:
+    """``seat``'s side's relative points of the deal that ``sim`` has just finished (0 if it did not: a match
+    truncated mid-deal)."""
+    if sim.deals_completed == deal:
+        return 0.0
+    return sim.game.relative_points(sim.deal_report["deal_points"], seat)
+
+
+def reseed(policy, seed: int) -> None:
+    """Put a policy's generator (``rng``: a :class:`random.Random` or a numpy Generator) in a state given by
+    ``seed``, so that the rollouts of every candidate action draw the same numbers."""
+    rng = getattr(policy, "rng", None)
+    if isinstance(rng, random.Random):
+        rng.seed(seed)
+    elif isinstance(rng, np.random.Generator):
+        policy.rng = np.random.default_rng(seed)
+
+
+def network_scorer(policy):
+    """``(scores(observations [B, obs]) -> [B, actions], temperature)`` for a policy that is a network (an
+    exported :class:`~.bot.Bot` or a :class:`~.network.NetworkPolicy`), else None."""
+    from .bot import Bot
+    from .network import NetworkPolicy
+    if isinstance(policy, Bot):
+        session = policy.session
+        return (lambda x: session.run(["logits"], {"observation": x})[0]), float(policy.temperature)
+    if isinstance(policy, NetworkPolicy):
+        return policy.mlp.forward, float(policy.temperature)
+    return None
+
+
+def masked_choices(scores: np.ndarray, mask: np.ndarray, temperature: float = 0.0, rngs=None) -> np.ndarray:
+    """Row-wise :func:`~.network.masked_choice`: the best legal action of each row (temperature 0), or a
+    sample from softmax(scores / temperature) over the legal ones, one uniform draw from each row's generator
+    in ``rngs`` (:class:`random.Random`)."""
+    s = np.where(mask, scores.astype(np.float64), -np.inf)
+    if temperature <= 0:
+        return s.argmax(axis=1)
+    z = s - s.max(axis=1, keepdims=True)
+    p = np.exp(z / temperature)
+    c = np.cumsum(p, axis=1)
+    u = np.array([r.random() for r in rngs]) * c[:, -1]
+    out = (c <= u[:, None]).sum(axis=1)
+    # a draw on the upper edge of the last legal action (rounding) must not land on an illegal trailing one
+    last = mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
+    return np.minimum(out, last)

@@ -1,7 +1,28 @@
-"""Policy spec strings: the one way policies are named everywhere (CLI, configs, bot levels).
+"""Policy spec strings: the one way policies are named everywhere (CLI, configs, bot levels, the web table).
 
-``random``, ``heuristic``, ``ismcts`` or ``ismcts:400`` (iterations per move), ``rollout:16`` (flat Monte-Carlo
-over the heuristic), or the path of an exported bot file (or the name of a shipped one).
+===============================  ==========================================================================
+spec                             policy
+===============================  ==========================================================================
+``random``                       uniform over the legal actions
+``heuristic``                    the game's rule-based player (:mod:`.heuristics`)
+``BOT``                          an exported bot file: its path, or a shipped bot's name (``pishti/ppo_2p``),
+                                 greedy
+``rollout[:K[,z=Z][:SPEC]]``     flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
+                                 finished by SPEC (default ``heuristic``) in every seat; ``z=Z``: keep SPEC's
+                                 own move unless the best one beats it by Z standard errors
+``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
+                                 rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
+                                 the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
+``BOT:LEVEL``                    a difficulty level of a bot (:mod:`.levels`): ``easy`` (sampled with a
+                                 temperature), ``medium`` (greedy), ``hard`` (the bot inside a search)
+``LEVEL``                        the level of the game's shipped bot that fits the settings (``hard``)
+===============================  ==========================================================================
+
+SPEC after ``rollout:K:`` or ``ismcts:N:`` is any spec, a bot path or a level included: only the first two colons
+split, so ``rollout:32:checkpoints/pasur/ppo.onnx`` and ``rollout:8:pishti/ppo_2p:easy`` mean what they say.
+``rollout``, ``rollout:K``, ``ismcts`` and ``ismcts:N`` behave exactly as they always did (same seed, same moves),
+and ``rollout:K:heuristic`` is ``rollout:K``. A bad spec is one ``ValueError`` naming the accepted forms
+(:data:`POLICY_SPECS`); a bot path that does not exist is a ``FileNotFoundError``.
 """
 
 from __future__ import annotations
@@ -10,40 +31,99 @@ import os
 
 from .base import RandomPolicy
 
-POLICY_SPECS = ("random", "heuristic", "ismcts[:ITERATIONS]", "rollout[:K]", "PATH to an exported bot file")
+POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][:SPEC]]",
+                "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
+                "easy|medium|hard (the game's shipped bot)")
+
+#: options of the count field, per search: name -> (takes a value, default)
+_OPTIONS = {"rollout": {"z": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
+
+
+def accepted_specs() -> str:
+    return "accepted: " + ", ".join(POLICY_SPECS)
 
 
 def make_policy(spec: str, game, seed: int | None = None):
     """Build the policy named by ``spec`` for ``game`` (a :class:`kahve.envs.core.Game`)."""
+    from .levels import LEVELS, make_level
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"a policy spec must be a non-empty string; accepted: {', '.join(POLICY_SPECS)}")
+        raise ValueError(f"a policy spec must be a non-empty string; {accepted_specs()}")
     spec = spec.strip()
-    name, _, arg = spec.partition(":")
-    if name == "random" and not arg:
+    name, _, rest = spec.partition(":")
+    if name == "random" and not rest:
         return RandomPolicy(seed)
-    if name == "heuristic" and not arg:
+    if name == "heuristic" and not rest:
         from .heuristics import heuristic_for
         return heuristic_for(game, seed)
+    if name in ("ismcts", "rollout"):
+        count, _, inner = rest.partition(":")            # the first two colons split; SPEC keeps the rest
+        if rest and not inner and rest.endswith(":"):
+            raise ValueError(f"bad policy spec {spec!r}: nothing after the last colon; {accepted_specs()}")
+        return _search(spec, name, count, inner, game, seed)
+    if spec in LEVELS:
+        return make_level(spec, None, game, seed)
+    head, _, tail = spec.rpartition(":")
+    if head and tail in LEVELS:
+        return make_level(tail, head, game, seed)
+    if looks_like_bot(spec):
+        from .bot import Bot
+        return Bot.load(bot_path(spec), game=game, seed=seed)
+    raise ValueError(f"unknown policy spec {spec!r}; {accepted_specs()}")
+
+
+def looks_like_bot(spec: str) -> bool:
+    return "/" in spec or os.path.sep in spec or spec.endswith(".onnx") or os.path.exists(spec)
+
+
+def bot_path(spec: str) -> str:
+    """The file of a bot spec: an existing path, or a shipped bot's name (``pishti/ppo_2p``)."""
+    if os.path.exists(spec):
+        return spec
+    from kahve import checkpoints
+    shipped = checkpoints.find(spec)
+    if shipped is not None:
+        return str(shipped)
+    raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
+
+
+def _search(spec: str, name: str, count: str, inner: str, game, seed):
+    head, *opts = count.split(",") if count else [""]
+    usage = ("ismcts takes a positive iteration count, e.g. ismcts:200" if name == "ismcts"
+             else "rollout takes a positive number of worlds, e.g. rollout:16")
+    options = {}
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        key = key.strip()
+        known = _OPTIONS[name]
+        if key not in known or known[key] != bool(eq):
+            forms = ", ".join(k + ("=VALUE" if v else "") for k, v in known.items())
+            what = (f"option {key} takes a value ({key}=VALUE)" if key in known and known[key] else
+                    f"option {key} takes no value" if key in known else f"unknown option {opt!r}")
+            raise ValueError(f"bad policy spec {spec!r}: {what} for {name} (options: {forms}); {accepted_specs()}")
+        if eq:
+            try:
+                options[key] = float(value)
+            except ValueError:
+                raise ValueError(f"bad policy spec {spec!r}: option {key} takes a number, not {value!r}; "
+                                 f"{accepted_specs()}") from None
+            if options[key] < 0 or options[key] != options[key]:
+                raise ValueError(f"bad policy spec {spec!r}: option {key} takes a number of at least 0; "
+                                 f"{accepted_specs()}")
+        else:
+            options[key] = True
+    base = make_policy(inner, game, seed) if inner else None
+    label = None if base is None and not opts else spec
     if name == "ismcts":
         from .ismcts import ISMCTS
-        n = _positive(spec, arg, ISMCTS.DEFAULT_ITERATIONS, "ismcts takes a positive iteration count, e.g. ismcts:200")
-        return ISMCTS(game, iterations=n, seed=seed)
-    if name == "rollout":
-        from .rollout import RolloutPolicy
-        n = _positive(spec, arg, RolloutPolicy.DEFAULT_ROLLOUTS,
-                      "rollout takes a positive number of worlds, e.g. rollout:16")
-        return RolloutPolicy(game, rollouts=n, seed=seed)
-    if os.path.sep in spec or spec.endswith(".onnx") or os.path.exists(spec):
-        if not os.path.exists(spec):
-            from kahve import checkpoints
-            shipped = checkpoints.find(spec)
-            if shipped is not None:
-                from .bot import Bot
-                return Bot.load(shipped, game=game)
-            raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
-        from .bot import Bot
-        return Bot.load(spec, game=game)
-    raise ValueError(f"unknown policy spec {spec!r}; accepted: {', '.join(POLICY_SPECS)}")
+        n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage)
+        if options.get("prior") and base is None:
+            raise ValueError(f"bad policy spec {spec!r}: the prior option needs a policy, e.g. "
+                             f"ismcts:{n},prior:heuristic; {accepted_specs()}")
+        return ISMCTS(game, iterations=n, seed=seed, exploration=options.get("c", 0.7), policy=base,
+                      prior=bool(options.get("prior")), bias=options.get("bias", ISMCTS.DEFAULT_BIAS), name=label)
+    from .rollout import RolloutPolicy
+    n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
+    return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label)
 
 
 def _positive(spec: str, arg: str, default: int, usage: str) -> int:
@@ -53,5 +133,5 @@ def _positive(spec: str, arg: str, default: int, usage: str) -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"bad policy spec {spec!r}: {usage}")
+        raise ValueError(f"bad policy spec {spec!r}: {usage}; {accepted_specs()}")
     return n

@@ -66,16 +66,13 @@ def test_every_offered_opponent_is_a_policy_spec(game):
                 assert c["reason"]
 
 
-def test_difficulty_levels_appear_once_policy_specs_know_them(monkeypatch):
-    import kahve.agents.policies.specs as specs
-    real = specs.make_policy
-
-    def with_levels(spec, game, seed=None):
-        return real("heuristic", game, seed) if spec in ("easy", "hard") else real(spec, game, seed)
-    monkeypatch.setattr(specs, "make_policy", with_levels)
+def test_difficulty_levels_are_offered_where_a_shipped_bot_fits(monkeypatch):
     monkeypatch.setattr(tables, "_LEVELS_OK", {})
-    got = [c["spec"] for c in tables.opponent_choices("pishti", envs.game_class("pishti")(players=2))]
-    assert got[:2] == ["easy", "hard"] and "medium" not in got
+    two = [c["spec"] for c in tables.opponent_choices("pishti", envs.game_class("pishti")(players=2))]
+    assert two[:3] == ["easy", "medium", "hard"]
+    # no shipped Pişti bot was trained for 4 players: no level is offered there, the rest still is
+    four = [c["spec"] for c in tables.opponent_choices("pishti", envs.game_class("pishti")(players=4))]
+    assert not set(four) & {"easy", "medium", "hard"} and "heuristic" in four
 
 
 def test_a_bot_for_other_settings_is_offered_greyed_out():

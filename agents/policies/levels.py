@@ -1,0 +1,86 @@
+"""Difficulty levels for people playing against the bots: one network, three strengths (docs/search.md).
+
+=========  ===========================================================================================
+level      policy
+=========  ===========================================================================================
+``easy``   the network's policy sampled with temperature :data:`EASY_TEMPERATURE` (seeded): softmax of
+           its logits, so it plays its favourite moves most of the time and blunders now and then
+``medium`` the network, greedy (what the bot file alone plays)
+``hard``   the network inside a search at play time: ``rollout:K,z=Z:BOT`` (:mod:`.rollout`), the
+           budget per game in :data:`HARD`, chosen so that the median move takes at most 250 ms on one
+           core (docs/search.md has the measurements)
+=========  ===========================================================================================
+
+Specs (:mod:`.specs`): ``BOT:LEVEL`` for a bot file or a shipped bot's name (``pishti/ppo_2p:hard``), or
+``LEVEL`` alone for the game's shipped bot: among those that fit the table's settings (a bot trained for 2
+players does not fit a 4-player table), the first PPO bot by name, else the first other one (:func:`shipped_bot`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+LEVELS = ("easy", "medium", "hard")
+#: the temperature of ``easy``
+EASY_TEMPERATURE = 1.0
+#: ``hard``: (worlds K, margin z) of the rollout search over the network, per game (others: the default)
+HARD = {"pasur": (64, 1.0), "pishti": (64, 1.0), "pis_yedili": (64, 1.0)}
+HARD_DEFAULT = (64, 1.0)
+
+
+def shipped_bot(game) -> str:
+    """The spec (``pishti/ppo_2p``) of the shipped bot of ``game`` that the bare levels use: among those that
+    fit its settings, the first PPO bot by name (its logits are a policy, which ``easy`` samples), else the
+    first other one by name."""
+    from kahve import checkpoints
+
+    from .bot import Bot, BotFileError, BotSettingsWarning, check_fits
+    tried, fitting = [], []
+    for path in sorted((checkpoints.ROOT / game.name).glob("*.onnx")):
+        spec = f"{game.name}/{path.stem}"
+        try:
+            meta = Bot.read_metadata(path)[1]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", BotSettingsWarning)
+                check_fits(meta, game, spec)
+        except BotFileError as err:
+            tried.append(str(err))
+            continue
+        fitting.append((meta.get("algorithm") != "ppo", spec))
+    if fitting:
+        return min(fitting)[1]
+    why = ("; ".join(tried)) if tried else "none is shipped"
+    raise ValueError(f"no shipped {game.name} bot fits these settings ({why}); name a bot file: BOT:LEVEL")
+
+
+def make_level(level: str, bot: str | None, game, seed: int | None = None):
+    """The policy of ``level`` for the bot spec ``bot`` (a path or a shipped bot's name; None: the game's
+    shipped bot that fits)."""
+    from .bot import Bot
+    from .specs import accepted_specs, bot_path, looks_like_bot
+    if level not in LEVELS:
+        raise ValueError(f"unknown difficulty level {level!r}; levels: {', '.join(LEVELS)}; {accepted_specs()}")
+    if bot is None:
+        bot = shipped_bot(game)
+    elif not looks_like_bot(bot):
+        raise ValueError(f"bad policy spec {bot + ':' + level!r}: a level takes a bot file or a shipped bot's "
+                         f"name (e.g. pishti/ppo_2p:{level}), not {bot!r}; {accepted_specs()}")
+    path = bot_path(bot)
+    name = f"{bot}:{level}"
+    if level == "easy":
+        policy = Bot.load(path, game=game, temperature=EASY_TEMPERATURE, seed=seed)
+        policy.name = name
+        return policy
+    policy = Bot.load(path, game=game, seed=seed)
+    if level == "medium":
+        policy.name = name
+        return policy
+    from .rollout import RolloutPolicy
+    k, z = HARD.get(game.name, HARD_DEFAULT)
+    return RolloutPolicy(game, rollouts=k, seed=seed, policy=policy, margin=z, name=name)
+
+
+def hard_spec(game_name: str, bot: str) -> str:
+    """The search spec that ``BOT:hard`` is (``rollout:K,z=Z:BOT``)."""
+    k, z = HARD.get(game_name, HARD_DEFAULT)
+    return f"rollout:{k},z={z:g}:{bot}"
