@@ -8,7 +8,7 @@ import os
 from kahve.agents.evaluation.evaluate import evaluate, format_report
 
 from .common import add_game_arguments, parse_settings
-from .progress import progress_bar
+from kahve.agents.progress import progress_bar
 
 
 def add_arguments(parser) -> None:

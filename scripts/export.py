@@ -64,6 +64,7 @@ def run(args) -> int:
     if args.report is not None:
         from kahve.agents.evaluation.report import write_report
         opponents = args.report or ["random", "heuristic", "ismcts:200"]
-        report = write_report(path, opponents, games=args.games, workers=args.workers, command=args.command)
+        report = write_report(path, opponents, games=args.games, workers=args.workers, command=args.command,
+                              show_progress=True)
         print(f"wrote {report}")
     return 0

@@ -15,6 +15,7 @@ from kahve import envs
 
 from ..policies.bot import Bot
 from ..policies.base import decide
+from ..progress import progress_bar
 from .evaluate import evaluate
 
 #: docs/design.md "Bars a bot report cites": against the heuristic, (which end of the win rate's 95% interval,
@@ -55,7 +56,9 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
 
 
 def write_report(bot_path, opponents: list[str], games: int = 200, workers: int = 2, command: str | None = None,
-                 seed: int = 12345) -> Path:
+                 seed: int = 12345, show_progress: bool = False) -> Path:
+    """Evaluate the bot against each opponent and write FILE.md (and FILE.eval.json) beside it; with
+    ``show_progress``, a progress bar with its ETA per opponent."""
     bot_path = Path(bot_path)
     bot = Bot.load(bot_path)
     meta = bot.metadata
@@ -66,7 +69,9 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
         s, n, note = dict(settings), games, "full matches"
         if opp.startswith("ismcts"):
             s["episode"], n, note = "deal", max(20, games // 5), "single deals"
-        r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers, seed=seed + k)
+        with progress_bar(f"report: {bot_path.name} vs {opp}", show_progress) as update:
+            r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers, seed=seed + k,
+                         progress=update)
         results[opp] = r
         lo, hi = r["win_rate_ci95"]
         plo, phi = r["points_per_deal_ci95"]

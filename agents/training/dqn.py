@@ -348,7 +348,7 @@ class MaskedDQN(DQN):
         return large_margin_loss(self.q_net(d["obs"][idx]), d["masks"][idx], d["actions"][idx], self.margin).mean()
 
     def fit_demonstrations(self, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
-                           log=print) -> dict:
+                           log=print, progress=None) -> dict:
         """Fit the Q-network to a teacher's demonstrations (:func:`~.pretrain.collect_demonstrations`: the
         teacher's observations, masks, actions and discounted returns, in game points): DQfD's large-margin
         loss (``margin``, in scaled points) makes the teacher's action the greedy one, and a regression of
@@ -367,10 +367,13 @@ class MaskedDQN(DQN):
         n = len(actions)
         self.q_net.set_training_mode(True)
         stats: dict = {}
+        batches = -(-n // batch_size)
         for epoch in range(epochs):
             order = rng.permutation(n)
             total_margin = total_value = 0.0
-            for start in range(0, n, batch_size):
+            for b, start in enumerate(range(0, n, batch_size)):
+                if progress:                      # progress(done, total): minibatches of all epochs
+                    progress(epoch * batches + b, epochs * batches)
                 idx = th.as_tensor(order[start:start + batch_size], device=device)
                 q = self.q_net(obs[idx])
                 margin = large_margin_loss(q, masks[idx], actions[idx], self.margin).mean()

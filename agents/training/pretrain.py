@@ -23,23 +23,47 @@ import numpy as np
 from ..policies.network import MLP, NetworkPolicy
 from .opponents import OpponentPool
 from ..policies.specs import make_policy
+from ..progress import progress_bar
 from .learner_env import LearnerEnv
 
 
+#: a worker process's share of the decisions collected so far (:func:`collect_demonstrations`' progress)
+_COUNTED = None
+#: decisions between two updates of the progress count
+_COUNT_EVERY = 64
+
+
+def _count_into(counter) -> None:
+    global _COUNTED
+    _COUNTED = counter
+
+
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
-                           gamma: float, seed: int, workers: int = 1, actor: MLP | None = None) -> dict:
+                           gamma: float, seed: int, workers: int = 1, actor: MLP | None = None,
+                           progress=None) -> dict:
     """Play ``steps`` learner decisions with ``teacher`` in the learner's seat, in ``workers`` processes
     (a search teacher such as ``rollout:8`` costs milliseconds per decision). With ``actor`` (DAgger), the
     actor's greedy choice is played and the teacher only labels each state; ``agree`` says where they chose
-    the same."""
+    the same. ``progress(done, total)`` is called as decisions are labelled (the workers count into one
+    shared integer, read twice a second)."""
     if workers > 1:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
         share = -(-steps // workers)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-            parts = list(ex.map(collect_demonstrations, *zip(*[(game, settings, pool, teacher, share, gamma,
-                                                                  seed * 1009 + w, 1, actor)
-                                                                 for w in range(workers)])))
+        context = multiprocessing.get_context("spawn")
+        counted = context.Value("q", 0)
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_count_into,
+                                 initargs=(counted,)) as ex:
+            futures = [ex.submit(collect_demonstrations, game, settings, pool, teacher, share, gamma,
+                                 seed * 1009 + w, 1, actor) for w in range(workers)]
+            pending = futures
+            while pending:
+                pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)[1]
+                if progress:
+                    progress(min(counted.value, share * workers), share * workers)
+            parts = [f.result() for f in futures]
+        if progress:
+            progress(share * workers, share * workers)
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     from ..threads import limit_threads
     limit_threads()
@@ -61,19 +85,34 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
             obs, r, term, trunc, info = env.step(played)
             rewards.append(r)
             done = term or trunc
+            if len(act_l) % _COUNT_EVERY == 0:
+                _count(len(act_l), steps, progress)
         g, returns = 0.0, []
         for r in reversed(rewards):
             g = r + gamma * g
             returns.append(g)
         ret_l.extend(reversed(returns))
+    if progress:
+        progress(steps, steps)
     return {"obs": np.array(obs_l, dtype=np.float32), "masks": np.array(mask_l, dtype=bool),
             "actions": np.array(act_l, dtype=np.int64), "returns": np.array(ret_l, dtype=np.float32),
             "agree": np.array(agree_l, dtype=bool)}
 
 
+def _count(done: int, steps: int, progress) -> None:
+    """Report ``done`` decisions: to ``progress`` in this process, or into the pool's shared count (a worker
+    adds :data:`_COUNT_EVERY` a time)."""
+    if progress:
+        progress(min(done, steps), steps)
+    elif _COUNTED is not None:
+        with _COUNTED.get_lock():
+            _COUNTED.value += _COUNT_EVERY
+
+
 def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
-                    log=print) -> dict:
-    """Fit a MaskablePPO policy to the demonstrations; returns the final accuracy and losses."""
+                    log=print, progress=None) -> dict:
+    """Fit a MaskablePPO policy to the demonstrations; returns the final accuracy and losses. ``progress(done,
+    total)`` counts the minibatches of all epochs."""
     import torch as th
     policy = model.policy
     device = policy.device
@@ -86,10 +125,13 @@ def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_ra
     n = len(actions)
     policy.set_training_mode(True)
     stats = {}
+    batches = -(-n // batch_size)
     for epoch in range(epochs):
         order = rng.permutation(n)
         total_pi = total_v = 0.0
-        for start in range(0, n, batch_size):
+        for b, start in enumerate(range(0, n, batch_size)):
+            if progress:
+                progress(epoch * batches + b, epochs * batches)
             idx = th.as_tensor(order[start:start + batch_size], device=device)
             values, log_prob, _ = policy.evaluate_actions(obs[idx], actions[idx], action_masks=masks[idx])
             pi_loss = -log_prob.mean()
@@ -112,13 +154,13 @@ def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_ra
 
 
 def fit_demonstrations(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
-                       log=print) -> dict:
+                       log=print, progress=None) -> dict:
     """Fit ``model`` to demonstrations: its own ``fit_demonstrations`` (the masked DQN's large-margin loss,
     :mod:`.dqn`) if it has one, else behaviour cloning of a MaskablePPO policy."""
     fit = getattr(model, "fit_demonstrations", None)
     if fit is not None:
-        return fit(data, epochs, batch_size, learning_rate, seed, log=log)
-    return behaviour_clone(model, data, epochs, batch_size, learning_rate, seed, log=log)
+        return fit(data, epochs, batch_size, learning_rate, seed, log=log, progress=progress)
+    return behaviour_clone(model, data, epochs, batch_size, learning_rate, seed, log=log, progress=progress)
 
 
 DEMONSTRATION_ARRAYS = ("obs", "masks", "actions", "returns", "agree")
@@ -136,6 +178,7 @@ class Cloning:
         self.progress = progress or {"collected": 0, "fits": 0, "seconds": 0.0, "stats": {}, "rounds": []}
         self.demonstrations = demonstrations
         self.seconds = 0.0                                   # this session's
+        self.show_progress = False
 
     @staticmethod
     def check(progress: dict, source) -> None:
@@ -148,16 +191,26 @@ class Cloning:
             raise ValueError(f"{source}: expected the arrays {', '.join(DEMONSTRATION_ARRAYS)}, one row per decision")
         return data
 
-    def _collect(self, steps: int, seed: int, actor=None) -> dict:
+    def _collect(self, steps: int, seed: int, actor=None, stage: str = "labelling") -> dict:
         import os
         cfg = self.cfg
-        return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, cfg["pretrain"]["teacher"], steps,
-                                      cfg[cfg["algorithm"]]["gamma"], seed,
-                                      workers=min(cfg["n_envs"], os.cpu_count() or 1),
-                                      actor=actor)
+        with progress_bar(f"{stage}: {cfg['pretrain']['teacher']} labels", self.show_progress) as update:
+            return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, cfg["pretrain"]["teacher"], steps,
+                                          cfg[cfg["algorithm"]]["gamma"], seed,
+                                          workers=min(cfg["n_envs"], os.cpu_count() or 1), actor=actor,
+                                          progress=update)
 
-    def run(self, model) -> dict:
-        """Clone (from where the progress says) into ``model``; returns the report (pretrain.json)."""
+    def _fit(self, model, epochs: int, seed: int, stage: str) -> dict:
+        pre = self.cfg["pretrain"]
+        with progress_bar(f"{stage}: fitting {len(self.demonstrations['actions']):,} decisions",
+                          self.show_progress) as update:
+            return fit_demonstrations(model, self.demonstrations, epochs, pre["batch_size"], pre["learning_rate"],
+                                      seed, log=self.log, progress=update)
+
+    def run(self, model, show_progress: bool = False) -> dict:
+        """Clone (from where the progress says) into ``model``; returns the report (pretrain.json). With
+        ``show_progress``, each labelling and each fit shows a progress bar with its ETA."""
+        self.show_progress = show_progress
         import time
         cfg, pre, done = self.cfg, self.cfg["pretrain"], self.progress
         t = time.perf_counter()
@@ -172,13 +225,12 @@ class Cloning:
                 self.log(f"behaviour cloning resumed: {len(self.demonstrations['actions']):,} decisions from the "
                          f"checkpoint, {done['fits']} of {1 + pre['dagger_rounds']} fits done")
             if done["fits"] == 0:
-                done["stats"] = fit_demonstrations(model, self.demonstrations, pre["epochs"], pre["batch_size"],
-                                                pre["learning_rate"], cfg["seed"], log=self.log)
+                done["stats"] = self._fit(model, pre["epochs"], cfg["seed"], "behaviour cloning")
                 done["fits"] = 1
             for k in range(done["fits"] - 1, pre["dagger_rounds"]):
                 if done["collected"] < k + 2:
                     more = self._collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1),
-                                         MLP.from_sb3(model))
+                                         MLP.from_sb3(model), stage=f"DAgger {k + 1}/{pre['dagger_rounds']}")
                     played_like_teacher = float(more["agree"].mean())
                     self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
                              f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
@@ -187,8 +239,8 @@ class Cloning:
                     done["collected"] = k + 2
                     done["rounds"].append({"round": k + 1, "states": len(more["actions"]),
                                            "played_like_teacher": played_like_teacher})
-                done["stats"] = fit_demonstrations(model, self.demonstrations, pre["dagger_epochs"], pre["batch_size"],
-                                                pre["learning_rate"], cfg["seed"] + k + 1, log=self.log)
+                done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + k + 1,
+                                          f"DAgger {k + 1}/{pre['dagger_rounds']}")
                 done["fits"] = k + 2
         finally:
             self.seconds = time.perf_counter() - t

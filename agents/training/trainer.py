@@ -269,7 +269,7 @@ class Trainer:
             try:
                 if self.cloning is not None:
                     try:
-                        report = self.cloning.run(self.model)
+                        report = self.cloning.run(self.model, show_progress=progress)
                     finally:
                         self.cloning_seconds = self.cloning.seconds
                     self.run_dir.write_pretrain_report(report)

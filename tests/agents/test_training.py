@@ -323,3 +323,32 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     assert summary["interrupted"] and summary["steps"] > 0
     state = json.loads((out / "checkpoints" / "latest" / "state.json").read_text())
     assert state["steps"] == summary["steps"] and "--resume" in stdout
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_labelling_reports_its_progress_up_to_the_whole_count(workers):
+    from kahve.agents.training.pretrain import collect_demonstrations
+    calls = []
+    data = collect_demonstrations("pishti", dict(players=2, episode="deal"), OpponentPool([("random", 1.0)]),
+                                  "heuristic", 600, 0.99, seed=3, workers=workers,
+                                  progress=lambda done, total: calls.append((done, total)))
+    assert len(data["actions"]) >= 600
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones) and calls[-1] == (calls[-1][1], calls[-1][1]) and calls[-1][1] >= 600
+    if workers == 1:     # in process: every few decisions, not only at the end
+        assert len(calls) >= 600 // 64
+
+
+def test_fitting_demonstrations_counts_every_minibatch():
+    from sb3_contrib import MaskablePPO
+    from kahve.agents.training.pretrain import collect_demonstrations, fit_demonstrations
+    pool = OpponentPool([("random", 1.0)])
+    data = collect_demonstrations("pishti", dict(players=2, episode="deal"), pool, "heuristic", 500, 0.99, seed=0)
+    env = LearnerEnv("pishti", dict(players=2, episode="deal"), pool, seed=0)
+    model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, policy_kwargs=dict(net_arch=[32]), seed=0,
+                        device="cpu")
+    calls = []
+    fit_demonstrations(model, data, 3, 128, 1e-3, seed=0, log=lambda *a: None,
+                       progress=lambda done, total: calls.append((done, total)))
+    batches = -(-len(data["actions"]) // 128)
+    assert calls == [(k, 3 * batches) for k in range(3 * batches)]
