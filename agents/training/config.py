@@ -138,14 +138,34 @@ SCHEMA: dict = {
         "dagger_rounds": Field(int, 0, 0, 100,
                                doc="DAgger rounds after cloning: the clone plays, the teacher labels"),
         "dagger_steps": Field(int, 0, 0, 10**8, doc="decisions collected per DAgger round; 0: as many as steps"),
-        "dagger_epochs": Field(int, 5, 1, 1000, doc="epochs over all the data after each DAgger round"),
+        "dagger_epochs": Field(int, 5, 1, 1000, doc="epochs over all the data after each DAgger round (and each "
+                                                   "expert-iteration generation)"),
+        "generations": Field(int, 0, 0, 1000,
+                             doc="expert iteration after cloning and DAgger: in each generation the search "
+                                 "pretrain.search over the current network labels the states the network "
+                                 "reaches, and the network is fitted to all generations' labels; 0: off"),
+        "search": Field(str, "rollout:16,z=1:{student}",
+                        doc="the teacher of expert iteration, a policy spec in which {student} names the current "
+                            "network's bot file (docs/search.md)"),
+        "generation_steps": Field(int, 0, 0, 10**8,
+                                  doc="decisions labelled per generation; 0: as many as dagger_steps (or steps)"),
     },
     "opponents": {
         "pool": Field(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
         "self_play": {
             "every": Field(int, 0, 0, 10**10, doc="steps between snapshots of the learner; 0: no self-play"),
             "weight": Field(float, 1.0, 0.0, 1000.0, doc="pool weight of each snapshot"),
-            "max_snapshots": Field(int, 5, 1, 1000),
+            "max_snapshots": Field(int, 5, 1, 60, doc="snapshots kept in the pool (the oldest leave first)"),
+        },
+        "league": {   # agents/training/league.py
+            "weighting": Field(str, "fixed", choices=("fixed", "pfsp"),
+                               doc="fixed: the pool's weights as configured; pfsp: prioritised fictitious self-play, "
+                                   "weights moved towards the opponents the learner loses to"),
+            "every": Field(int, 10_000, 1, 10**10, doc="steps between two reweightings (pfsp)"),
+            "power": Field(float, 2.0, 0.0, 100.0, doc="weight = base x ((1 - win rate) ** power + floor)"),
+            "floor": Field(float, 0.05, 1e-6, 100.0, doc="keeps every opponent in the mix however often it is beaten"),
+            "window": Field(int, 1000, 1, 10**9, doc="episodes against an opponent that its win rate looks back over "
+                                                     "(an exponential decay)"),
         },
     },
     "evaluation": {
@@ -249,6 +269,14 @@ def _check_semantics(cfg: dict) -> None:
         make_policy(cfg["pretrain"]["teacher"], game, 0)
     except (ValueError, FileNotFoundError) as err:
         raise ValueError(f"config key 'pretrain.teacher': {err}") from None
+    if cfg["pretrain"]["generations"]:
+        if not cfg["pretrain"]["steps"]:
+            raise ValueError("config key 'pretrain.generations': expert iteration starts from behaviour cloning; "
+                             "set pretrain.steps too")
+        try:   # the student is a network of this game; the heuristic stands in for it to check the spec's form
+            make_policy(cfg["pretrain"]["search"].replace("{student}", "heuristic"), game, 0)
+        except (ValueError, FileNotFoundError) as err:
+            raise ValueError(f"config key 'pretrain.search': {err}") from None
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
@@ -319,6 +347,8 @@ def memory_estimate(cfg: dict, game) -> dict[str, int]:
     pre = cfg["pretrain"]
     if pre["steps"]:
         decisions = pre["steps"] + pre["dagger_rounds"] * (pre["dagger_steps"] or pre["steps"])
+        per_generation = pre["generation_steps"] or pre["dagger_steps"] or pre["steps"]
+        decisions += 2 * pre["generations"] * per_generation        # all generations' labels, and one copy to fit
         need["pretrain.steps"] = decisions * (obs * 4 + actions + 8 + 4 + 1)
     return need
 

@@ -26,6 +26,7 @@ ARRAYS = {
     "won": (np.bool_, lambda obs, act: ()),
     "learner_side": (np.int32, lambda obs, act: ()),
     "winners": (np.int64, lambda obs, act: ()),             # a bit per winning seat; -1: no winners (None)
+    "opponent_entries": (np.int64, lambda obs, act: ()),    # a bit per pool entry the opponents were drawn from
 }
 
 
@@ -82,6 +83,7 @@ class GameBatch:
                 a["learner_side"][i] = info["learner_side"]
                 winners = info["winners"]
                 a["winners"][i] = -1 if winners is None else sum(1 << w for w in winners)
+                a["opponent_entries"][i] = sum(1 << k for k in info["opponent_entries"] if k < 63)   # 63 bits
                 self._phase[i] = self._RESET
                 self._run(i, self.envs[i].reset_steps())
                 return
@@ -129,7 +131,9 @@ def episode_info(a: dict, i: int) -> dict:
     keys (``terminal_observation``, ``TimeLimit.truncated``)."""
     bits = int(a["winners"][i])
     winners = None if bits < 0 else [s for s in range(bits.bit_length()) if bits >> s & 1]
+    drawn = int(a["opponent_entries"][i])
     return {"winners": winners, "learner_side": int(a["learner_side"][i]), "won": bool(a["won"][i]),
+            "opponent_entries": [k for k in range(drawn.bit_length()) if drawn >> k & 1],
             "TimeLimit.truncated": bool(a["truncated"][i]), "terminal_observation": a["terminal_obs"][i].copy()}
 
 

@@ -47,6 +47,7 @@ class LearnerEnv(gym.Env):
         self._mask = None
         self.learner_side = 0
         self._opponents: list = []
+        self._entries: list = []           # per side: the pool entry its opponent was drawn from (None: learner)
         self._batched: list[bool] = []     # per side: its opponent is a network, asked through the generator
         self._policies: dict = {}          # this env's opponent policies, by pool entry (built on first draw)
 
@@ -55,6 +56,10 @@ class LearnerEnv(gym.Env):
         """Replace the opponent pool (e.g. when self-play adds a snapshot); applies from the next episode."""
         self.pool = pool
         self._policies = {}
+
+    def set_pool_weights(self, weights: list[float]) -> None:
+        """New draw weights for the same opponents (the league's reweighting); the policies built so far stay."""
+        self.pool = self.pool.with_weights(weights)
 
     def get_pool(self) -> OpponentPool:
         return self.pool
@@ -129,8 +134,11 @@ class LearnerEnv(gym.Env):
         while True:
             self.learner_side = self._episodes % g.num_sides
             self._episodes += 1
-            self._opponents = [None if side == self.learner_side
-                               else self.pool.draw(self._rng, g, self._policies) for side in range(g.num_sides)]
+            self._entries, self._opponents = [], []
+            for side in range(g.num_sides):     # per side: draw an entry, then build its policy (in this order)
+                k = None if side == self.learner_side else self.pool.draw_index(self._rng)
+                self._entries.append(k)
+                self._opponents.append(None if k is None else self.pool.policy(k, self._rng, g, self._policies))
             self._batched = [p is not None and batch_group(p) is not None for p in self._opponents]
             for p in self._opponents:
                 if p is not None and hasattr(p, "reset"):
@@ -162,6 +170,7 @@ class LearnerEnv(gym.Env):
             info["winners"] = st.winners
             info["learner_side"] = self.learner_side
             info["won"] = bool(st.winners) and self.learner_side in {self.game.sides[w] for w in st.winners}
+            info["opponent_entries"] = sorted({k for k in self._entries if k is not None})   # for the league
         return obs, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

@@ -26,7 +26,10 @@ from ..policies.specs import make_policy
 
 
 class OpponentPool:
-    def __init__(self, entries: list[tuple[object, float]]):
+    """``entries``: ``(spec, weight)`` pairs. ``ids`` name the entries for league statistics (stable while
+    snapshots come and go: a baseline's id is its spec, a snapshot's is given when it joins)."""
+
+    def __init__(self, entries: list[tuple[object, float]], ids: list[str] | None = None):
         if not entries:
             raise ValueError("an opponent pool needs at least one entry")
         for spec, weight in entries:
@@ -36,6 +39,9 @@ class OpponentPool:
                     or weight <= 0):
                 raise ValueError(f"opponent {spec!r}: weight must be positive, got {weight!r}")
         self.entries = list(entries)
+        self.ids = list(ids) if ids is not None else self.names()
+        if len(self.ids) != len(self.entries):
+            raise ValueError(f"an opponent pool of {len(self.entries)} entries needs as many ids, got {self.ids!r}")
         self._init_draws()
 
     def _init_draws(self) -> None:
@@ -44,10 +50,11 @@ class OpponentPool:
         self._cum_weights = list(itertools.accumulate(w for _, w in self.entries))   # what choices() would build
 
     def __getstate__(self):
-        return {"entries": self.entries}
+        return {"entries": self.entries, "ids": self.ids}
 
     def __setstate__(self, state):
         self.entries = state["entries"]
+        self.ids = state.get("ids") or self.names()
         self._init_draws()
 
     def names(self) -> list[str]:
@@ -63,8 +70,15 @@ class OpponentPool:
     def draw(self, rng, game, cache: dict | None = None):
         """One opponent policy, drawn by weight with ``rng`` (a ``random.Random``). A policy is built on its
         first draw (seeded from ``rng``) and kept in ``cache`` (an env's own dict; default: the pool's)."""
+        return self.policy(self.draw_index(rng), rng, game, cache)
+
+    def draw_index(self, rng) -> int:
+        """The index of one entry, drawn by weight with ``rng``."""
+        return rng.choices(range(len(self.entries)), cum_weights=self._cum_weights)[0]
+
+    def policy(self, k: int, rng, game, cache: dict | None = None):
+        """Entry ``k``'s policy, built on first use (seeded from ``rng``) and kept in ``cache``."""
         cache = self._cache if cache is None else cache
-        k = rng.choices(range(len(self.entries)), cum_weights=self._cum_weights)[0]
         if k not in cache:
             cache[k] = self._build(k, game, rng.getrandbits(32))
         return cache[k]
@@ -82,26 +96,38 @@ class OpponentPool:
             self._bots[k] = policy
         return policy
 
-    def with_snapshot(self, mlp: MLP, weight: float, max_snapshots: int) -> "OpponentPool":
-        """A new pool with ``mlp`` added; the oldest snapshots beyond ``max_snapshots`` are dropped."""
-        entries = self.entries + [(mlp, weight)]
+    def with_snapshot(self, mlp: MLP, weight: float, max_snapshots: int, id: str | None = None) -> "OpponentPool":
+        """A new pool with ``mlp`` added (its league id ``id``, default ``snapshot@N`` for the N-th snapshot the
+        pool has seen); the oldest snapshots beyond ``max_snapshots`` are dropped."""
+        entries, ids = self.entries + [(mlp, weight)], self.ids + [id or self._next_snapshot_id()]
         snaps = [i for i, (s, _) in enumerate(entries) if isinstance(s, MLP)]
         drop = set(snaps[:max(0, len(snaps) - max_snapshots)])
-        return OpponentPool([e for i, e in enumerate(entries) if i not in drop])
+        keep = [i for i in range(len(entries)) if i not in drop]
+        return OpponentPool([entries[i] for i in keep], [ids[i] for i in keep])
+
+    def _next_snapshot_id(self) -> str:
+        taken = [int(i.split("@")[1]) for i in self.ids if i.startswith("snapshot@") and i.split("@")[1].isdigit()]
+        return f"snapshot@{max(taken, default=-1) + 1}"
+
+    def with_weights(self, weights: list[float]) -> "OpponentPool":
+        """The same opponents with new draw weights (a league's reweighting)."""
+        if len(weights) != len(self.entries):
+            raise ValueError(f"{len(weights)} weights for a pool of {len(self.entries)} opponents")
+        return OpponentPool([(spec, float(w)) for (spec, _), w in zip(self.entries, weights)], self.ids)
 
     # ----- files -------------------------------------------------------------------------------------
     def save(self, folder) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         listing, k = [], 0
-        for spec, weight in self.entries:
+        for (spec, weight), id_ in zip(self.entries, self.ids):
             if isinstance(spec, MLP):
                 name = f"snapshot_{k}.npz"
                 spec.save(folder / name)
-                listing.append({"snapshot": name, "weight": weight})
+                listing.append({"snapshot": name, "weight": weight, "id": id_})
                 k += 1
             else:
-                listing.append({"policy": spec, "weight": weight})
+                listing.append({"policy": spec, "weight": weight, "id": id_})
         (folder / "pool.json").write_text(json.dumps(listing, indent=1))
 
     @classmethod
@@ -112,7 +138,7 @@ class OpponentPool:
         listing = read_json(folder / "pool.json")
         if not isinstance(listing, list):
             raise ValueError(f"{folder / 'pool.json'}: expected a list of opponents, got {type(listing).__name__}")
-        entries = []
+        entries, ids = [], []
         for k, item in enumerate(listing):
             ok = (isinstance(item, dict) and isinstance(item.get("weight"), (int, float))
                   and isinstance(item.get("snapshot", item.get("policy")), str))
@@ -128,8 +154,11 @@ class OpponentPool:
             else:
                 spec = item["policy"]
             entries.append((spec, float(item["weight"])))
+            ids.append(item.get("id"))
+        if any(not isinstance(i, str) for i in ids):      # a pool saved before league ids: the default ones
+            ids = None
         try:
-            return cls(entries)
+            return cls(entries, ids)
         except ValueError as err:
             raise ValueError(f"{folder / 'pool.json'}: {err}") from None
 

@@ -13,10 +13,19 @@ compound). DAgger (Ross, Gordon & Bagnell, 2011) fixes that: the cloned policy p
 teacher labels every state it reaches, the labels join the data and the policy is fitted again, for
 ``dagger_rounds`` rounds.
 
-:class:`Cloning` runs both for a training run, in stages that a checkpoint can hold.
+Expert iteration (Anthony, Tian & Barber, 2017) goes on from there for ``generations`` generations: a search
+over the current network (``pretrain.search``, e.g. ``rollout:16,z=1:{student}``: rollouts finished by the
+network itself) is a stronger player than the network, so it labels the states the network reaches, the network
+is fitted to those labels, and the next generation searches over the improved network. Search labels cost
+milliseconds each, so they are collected in worker processes and cached in the run folder per generation.
+
+:class:`Cloning` runs all of it for a training run, in stages that a checkpoint can hold.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +34,7 @@ from .opponents import OpponentPool
 from ..policies.specs import make_policy
 from ..progress import progress_bar
 from .learner_env import LearnerEnv
+from .run_dir import load_npz, save_npz
 
 
 #: a worker process's share of the decisions collected so far (:func:`collect_demonstrations`' progress)
@@ -173,8 +183,8 @@ class Cloning:
     interrupted fit is done again from the weights it had reached; an interrupted collection is redone."""
 
     def __init__(self, cfg: dict, pool: OpponentPool, progress: dict | None = None,
-                 demonstrations: dict | None = None, log=print):
-        self.cfg, self.pool, self.log = cfg, pool, log
+                 demonstrations: dict | None = None, log=print, run_dir=None):
+        self.cfg, self.pool, self.log, self.run_dir = cfg, pool, log, run_dir
         self.progress = progress or {"collected": 0, "fits": 0, "seconds": 0.0, "stats": {}, "rounds": []}
         self.demonstrations = demonstrations
         self.seconds = 0.0                                   # this session's
@@ -191,21 +201,22 @@ class Cloning:
             raise ValueError(f"{source}: expected the arrays {', '.join(DEMONSTRATION_ARRAYS)}, one row per decision")
         return data
 
-    def _collect(self, steps: int, seed: int, actor=None, stage: str = "labelling") -> dict:
-        import os
+    def _collect(self, steps: int, seed: int, actor=None, stage: str = "labelling", teacher: str | None = None,
+                 label: str | None = None) -> dict:
         cfg = self.cfg
-        with progress_bar(f"{stage}: {cfg['pretrain']['teacher']} labels", self.show_progress) as update:
-            return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, cfg["pretrain"]["teacher"], steps,
+        teacher = teacher or cfg["pretrain"]["teacher"]
+        with progress_bar(f"{stage}: {label or teacher} labels", self.show_progress) as update:
+            return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, teacher, steps,
                                           cfg[cfg["algorithm"]]["gamma"], seed,
                                           workers=min(cfg["n_envs"], os.cpu_count() or 1), actor=actor,
                                           progress=update)
 
-    def _fit(self, model, epochs: int, seed: int, stage: str) -> dict:
+    def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None) -> dict:
         pre = self.cfg["pretrain"]
-        with progress_bar(f"{stage}: fitting {len(self.demonstrations['actions']):,} decisions",
-                          self.show_progress) as update:
-            return fit_demonstrations(model, self.demonstrations, epochs, pre["batch_size"], pre["learning_rate"],
-                                      seed, log=self.log, progress=update)
+        data = self.demonstrations if data is None else data
+        with progress_bar(f"{stage}: fitting {len(data['actions']):,} decisions", self.show_progress) as update:
+            return fit_demonstrations(model, data, epochs, pre["batch_size"], pre["learning_rate"], seed,
+                                      log=self.log, progress=update)
 
     def run(self, model, show_progress: bool = False) -> dict:
         """Clone (from where the progress says) into ``model``; returns the report (pretrain.json). With
@@ -242,8 +253,76 @@ class Cloning:
                 done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + k + 1,
                                           f"DAgger {k + 1}/{pre['dagger_rounds']}")
                 done["fits"] = k + 2
+            generations = done.setdefault("generations", [])
+            for g in range(len(generations) + 1, pre["generations"] + 1):
+                self._generation(model, g)
         finally:
             self.seconds = time.perf_counter() - t
             done["seconds"] = seconds_before + self.seconds
         return {"decisions": len(self.demonstrations["actions"]), "seconds": done["seconds"], **done["stats"],
-                "dagger": done["rounds"]}
+                "dagger": done["rounds"], "generations": done.get("generations", [])}
+
+    # ----- expert iteration ---------------------------------------------------------------------------------
+    def _generation(self, model, g: int) -> None:
+        """Generation ``g`` of expert iteration: the network as it stands is written as a bot file (the
+        *student* of ``pretrain.search``), the search over it labels the states the network reaches, and the
+        network is fitted to every generation's labels so far. Labels are cached in the run folder as each
+        generation's collection finishes (``RunDir.generation_labels``), so a resumed run redoes at most the
+        collection or the fit it was interrupted in."""
+        import time
+        cfg, pre, done = self.cfg, self.cfg["pretrain"], self.progress
+        if self.run_dir is None:
+            raise ValueError("expert iteration (pretrain.generations) needs a run folder for its labels")
+        t = time.perf_counter()
+        student = self.run_dir.generation_bot(g - 1)
+        labels_file = self.run_dir.generation_labels(g)
+        stage = f"generation {g}/{pre['generations']}"
+        teacher = student_search(pre["search"], student)
+        if labels_file.exists():
+            labels = self.check_demonstrations(load_npz(labels_file), labels_file)
+            self.log(f"expert iteration {stage}: {len(labels['actions']):,} labels of {pre['search']} from "
+                     f"{labels_file} (cached)")
+        else:
+            mlp = MLP.from_sb3(model)
+            write_student(mlp, student, self.run_dir.bot_metadata(cfg, 0, None, generation=g - 1))
+            labels = self._collect(pre["generation_steps"] or pre["dagger_steps"] or pre["steps"],
+                                   cfg["seed"] + 50_000 + 1000 * g, mlp, stage=stage, teacher=teacher,
+                                   label=pre["search"])
+            save_npz_atomic(labels_file, labels)
+            self.log(f"expert iteration {stage}: {pre['search']} over the network labelled "
+                     f"{len(labels['actions']):,} states it reached in {time.perf_counter() - t:.0f} s; the network "
+                     f"chose the search's move in {float(labels['agree'].mean()):.1%}")
+        parts = [labels] + [self.check_demonstrations(load_npz(self.run_dir.generation_labels(k)),
+                                                      self.run_dir.generation_labels(k)) for k in range(1, g)]
+        data = {key: np.concatenate([p[key] for p in parts]) for key in DEMONSTRATION_ARRAYS}
+        done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data)
+        done["generations"].append({"generation": g, "states": len(labels["actions"]),
+                                    "played_like_teacher": float(labels["agree"].mean()),
+                                    "fitted_on": len(data["actions"]), "seconds": time.perf_counter() - t})
+
+
+#: where a search spec of ``pretrain.search`` names the current network
+STUDENT = "{student}"
+
+
+def student_search(spec: str, student) -> str:
+    """``pretrain.search`` with :data:`STUDENT` replaced by the student's bot file."""
+    return spec.replace(STUDENT, str(Path(student).resolve()))
+
+
+def write_student(mlp: MLP, path, metadata: dict) -> None:
+    """The student's bot file, written whole or not at all (a search in worker processes reads it)."""
+    from ..policies.bot import export_onnx
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.stem + ".part.onnx")
+    export_onnx(mlp, part, metadata)
+    os.replace(part, path)
+
+
+def save_npz_atomic(path, arrays: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.stem + ".part.npz")
+    save_npz(part, arrays)
+    os.replace(part, path)

@@ -11,6 +11,8 @@ A run folder holds::
                               states); state.json is written last, so a checkpoint folder without it is partial
     policy.npz                the final network (numpy arrays)
     pretrain.json             what behaviour cloning did
+    generations/              expert iteration: student_G.onnx (the network generation G+1 searched over) and
+                              labels_G.npz (generation G's search labels, the cache a resumed run reuses)
     summary.json              steps, wall time, steps/s and the final evaluation
     eval_bot.onnx             the bot the periodic evaluations play
 
@@ -81,11 +83,19 @@ class RunDir:
     pretrain_report = property(lambda self: self.root / "pretrain.json")
     summary = property(lambda self: self.root / "summary.json")
     eval_bot = property(lambda self: self.root / "eval_bot.onnx")
+    generations = property(lambda self: self.root / "generations")
     _writing = property(lambda self: Checkpoint(self.checkpoints / "latest.tmp"))
     _previous = property(lambda self: Checkpoint(self.checkpoints / "latest.old"))
 
     def __str__(self) -> str:
         return str(self.root)
+
+    def generation_bot(self, g: int) -> Path:
+        """The network after expert-iteration generation ``g`` (0: after behaviour cloning and DAgger)."""
+        return self.generations / f"student_{g}.onnx"
+
+    def generation_labels(self, g: int) -> Path:
+        return self.generations / f"labels_{g}.npz"
 
     # ----- the folder and its lock ---------------------------------------------------------------------
     def create(self) -> None:

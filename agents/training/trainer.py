@@ -22,6 +22,7 @@ from ..policies.bot import export_onnx
 from ..policies.network import MLP
 from ..threads import limit_threads
 from .checkpoint import restore_learner, restore_model, save_learner
+from .league import League
 from .learner_env import LearnerEnv
 from .opponents import OpponentPool
 from .pretrain import Cloning
@@ -111,22 +112,29 @@ class Schedule:
     last_eval: dict = field(default_factory=dict)
     wall_seconds: float = 0.0      # the wall time of the run's earlier sessions
     pretrain: dict | None = None   # behaviour cloning's progress (:class:`~.pretrain.Cloning`) until it is done
+    next_reweight: int | None = None   # the league's next reweighting (pfsp)
+    league: dict = field(default_factory=dict)   # the league's win counts (:class:`~.league.League`)
 
     @classmethod
     def fresh(cls, cfg: dict) -> "Schedule":
+        league = cfg["opponents"]["league"]
         return cls(cfg["opponents"]["self_play"]["every"] or None, cfg["evaluation"]["every"] or None,
-                   cfg["checkpoint_every"], pretrain=Cloning(cfg, None).progress if cfg["pretrain"]["steps"] else None)
+                   cfg["checkpoint_every"], pretrain=Cloning(cfg, None).progress if cfg["pretrain"]["steps"] else None,
+                   next_reweight=league["every"] if league["weighting"] == "pfsp" else None)
 
     @classmethod
     def from_state(cls, state: dict, source) -> "Schedule":
         try:
             s = cls(state["next_snapshot"], state["next_eval"], state["next_ckpt"], state["snapshots"],
-                    state.get("last_eval", {}), float(state.get("wall_seconds", 0.0)), state.get("pretrain"))
+                    state.get("last_eval", {}), float(state.get("wall_seconds", 0.0)), state.get("pretrain"),
+                    state.get("next_reweight"), state.get("league") or {})
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{source}: the schedule is missing or wrong ({type(err).__name__}: {err})") from None
-        steps = (s.next_snapshot, s.next_eval, s.next_ckpt, s.snapshots)
+        steps = (s.next_snapshot, s.next_eval, s.next_ckpt, s.snapshots, s.next_reweight)
+        counts_ok = isinstance(s.league, dict) and all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v) for v in s.league.values())
         if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in steps) \
-                or s.next_ckpt is None or not isinstance(s.last_eval, dict):
+                or s.next_ckpt is None or not isinstance(s.last_eval, dict) or not counts_ok:
             raise ValueError(f"{source}: the schedule is missing or wrong")
         if s.pretrain is not None:
             Cloning.check(s.pretrain, source)
@@ -155,8 +163,13 @@ class Trainer:
             if summary and summary.get("steps") == state["steps"] and not summary.get("interrupted"):
                 self.schedule.wall_seconds = max(self.schedule.wall_seconds, float(summary["wall_seconds_total"]))
             self.pool = OpponentPool.load(checkpoint.opponents)
+        league = cfg["opponents"]["league"]
+        self.league = (League(league["power"], league["floor"], league["window"], self.schedule.league)
+                       if league["weighting"] == "pfsp" else None)
+        #: the configured weight of each baseline, by id (a snapshot's is self_play.weight)
+        self.base_weights = {o["policy"]: float(o.get("weight", 1.0)) for o in cfg["opponents"]["pool"]}
         self.cloning = None if self.schedule.pretrain is None else Cloning(cfg, self.pool, self.schedule.pretrain,
-                                                                           log=log)
+                                                                           log=log, run_dir=run)
         if self.cloning is not None and checkpoint is not None and self.schedule.pretrain["collected"]:
             self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
                                                                        checkpoint.demonstrations)
@@ -187,12 +200,41 @@ class Trainer:
             due.snapshots += 1
             self.model.logger.record("selfplay/snapshots", due.snapshots)
             due.next_snapshot += self_play["every"]
+        if self.league is not None and due.next_reweight is None:     # pfsp switched on when resuming
+            due.next_reweight = steps + self.cfg["opponents"]["league"]["every"]
+        if due.next_reweight is not None and steps >= due.next_reweight:
+            self.reweight()
+            due.next_reweight += self.cfg["opponents"]["league"]["every"]
         if due.next_eval is not None and steps >= due.next_eval:
             self.evaluate(steps)
             due.next_eval += self.cfg["evaluation"]["every"]
         if steps >= due.next_ckpt:
             self.save_checkpoint()
             due.next_ckpt += self.cfg["checkpoint_every"]
+
+    # ----- the league (opponents.league.weighting: pfsp) ------------------------------------------------------
+    def record_episodes(self, infos) -> None:
+        """Count the finished episodes of a vectorised step against the pool entries they were played with."""
+        if self.league is None:
+            return
+        ids = self.pool.ids
+        for info in infos:
+            for k in info.get("opponent_entries", ()):
+                if k < len(ids):             # an episode drawn just before the pool changed may name a gone entry
+                    self.league.record(ids[k], info["won"])
+
+    def reweight(self) -> None:
+        """The pool's weights from the league's win rates (:mod:`.league`), pushed to every env."""
+        base = [self.base_weights.get(i, self.cfg["opponents"]["self_play"]["weight"]) for i in self.pool.ids]
+        weights = self.league.weights(self.pool.ids, base)
+        self.pool = self.pool.with_weights(weights)
+        self.vec.env_method("set_pool_weights", weights)
+        self.schedule.league = self.league.state()
+        total = sum(weights)
+        for i, w in zip(self.pool.ids, weights):
+            key = i.replace(":", "_").replace("/", "_")
+            self.model.logger.record(f"league/{key}/share", w / total)
+            self.model.logger.record(f"league/{key}/win_rate", self.league.win_rate(i))
 
     def export(self, path: Path, evaluation: dict | None = None) -> Path:
         meta = self.run_dir.bot_metadata(self.cfg, self.model.num_timesteps, evaluation)
@@ -228,6 +270,8 @@ class Trainer:
                 save_npz(ck.demonstrations, self.cloning.demonstrations)
             elif getattr(self.model, "demonstration_arrays", None) is not None:    # DQN's demo_weight keeps them
                 save_npz(ck.demonstrations, self.model.demonstration_arrays)
+            if self.league is not None:
+                self.schedule.league = self.league.state()
             schedule = asdict(self.schedule)
             schedule["wall_seconds"] = self.schedule.wall_seconds + self.session_seconds()
             return {**state, **schedule}
@@ -246,6 +290,8 @@ class Trainer:
 
         class OnStep(BaseCallback):
             def _on_step(self) -> bool:
+                trainer.record_episodes(info for info, done in zip(self.locals["infos"], self.locals["dones"])
+                                        if done)
                 trainer.on_step(self.num_timesteps)
                 seconds = trainer.learn_seconds()
                 if seconds > 0 and self.n_calls % 50 == 0:
