@@ -280,6 +280,9 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
+    if cfg["backend"] == "rllib" and cfg["opponents"]["league"]["weighting"] != "fixed":
+        raise ValueError("config key 'opponents.league.weighting': league weights are implemented for backend sb3 "
+                         "only; backend rllib draws the pool by its configured weights (weighting: fixed)")
     if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
         raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
                          "masked DQN: backend sb3)")

@@ -550,7 +550,7 @@ class RLlibTrainer:
         self.start_steps = self.steps
         self.resumed = checkpoint is not None
         self.cloning = None if self.schedule.pretrain is None else Cloning(cfg, self.pool, self.schedule.pretrain,
-                                                                           log=log)
+                                                                           log=log, run_dir=run)
         if self.cloning is not None and checkpoint is not None and self.schedule.pretrain["collected"]:
             self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
                                                                        checkpoint.demonstrations)
@@ -765,7 +765,7 @@ class RLlibTrainer:
             try:
                 if self.cloning is not None:
                     try:
-                        report = self.cloning.run(sb3_view(self.module))
+                        report = self.cloning.run(sb3_view(self.module), show_progress=progress)
                     finally:
                         self.cloning_seconds = self.cloning.seconds
                         self._push({LEARNER: self._module_state(self.module)})

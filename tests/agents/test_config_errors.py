@@ -28,6 +28,12 @@ PISHTI = {"game": "pishti", "settings": {"players": 2}}
      "opponents.pool\\[0\\].weight': expected a positive number, got inf"),
     ({**PISHTI, "opponents": {"self_play": {"weight": float("nan")}}}, "self_play.weight': nan is out of range"),
     ({**PISHTI, "network": {"hidden": [65536] * 16}}, "'network.hidden': .* needs about .* GB of memory"),
+    ({**PISHTI, "backend": "rllib", "opponents": {"league": {"weighting": "pfsp"}}},
+     "'opponents.league.weighting': league weights are implemented for backend sb3 only"),
+    ({**PISHTI, "opponents": {"league": {"weighting": "elo"}}}, "'opponents.league.weighting': 'elo' is not allowed"),
+    ({**PISHTI, "opponents": {"league": {"floor": 0}}}, "'opponents.league.floor': 0.0 is out of range"),
+    ({**PISHTI, "pretrain": {"steps": 1000, "generations": 2, "search": "rollout:16:{studnet}"}},
+     "'pretrain.search'"),
 ])
 def test_config_errors_name_the_key_before_any_work(raw, match):
     with pytest.raises(ValueError, match=match):

@@ -197,7 +197,8 @@ def test_smoke_run_of_every_shipped_config(path, tmp_path):
         pytest.skip("a Ray run: tests/agents/test_rllib.py trains it (where the rllib extra is installed)")
     out = tmp_path / "run"
     pretrain = (["pretrain.steps=300", "pretrain.epochs=1", "pretrain.dagger_rounds=1", "pretrain.dagger_steps=100",
-                 "pretrain.dagger_epochs=1"] if config_mod.load(path)["pretrain"]["steps"] else [])
+                 "pretrain.dagger_epochs=1", "pretrain.generation_steps=60"]
+                if config_mod.load(path)["pretrain"]["steps"] else [])
     r = _train([str(path), "--no-progress", "--override", *TINY, *pretrain, f"output={out}"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
