@@ -34,8 +34,9 @@ HINT = "type the number of a move, or the move itself; '?' shows the rules, 'q' 
 def add_arguments(parser) -> None:
     add_game_arguments(parser)
     parser.add_argument("--bot", default="heuristic",
-                        help="the opponents: heuristic (default), random, ismcts:N or a bot file (whose "
-                             "settings become the table's defaults)")
+                        help="the opponents: heuristic (default), random, ismcts:N, rollout:K, a bot file or a "
+                             "shipped bot's name (whose settings become the table's defaults), or a difficulty "
+                             "level: easy, medium, hard (the game's shipped bot) or BOT:easy|medium|hard")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the deal (default: random)")
     parser.add_argument("--record", metavar="FILE",
@@ -50,13 +51,27 @@ def rules_summary(game) -> str:
     return plain(player_guide(game))
 
 
-def _bot_file(spec: str):
-    """The path of the bot file that ``spec`` names, or None when it names another kind of policy."""
-    if not isinstance(spec, str) or ":" in spec or spec in ("random", "heuristic", "ismcts", "rollout"):
+def _bot_file(spec: str, game: str, settings: dict):
+    """The path of the bot file that ``spec`` names (a level ``BOT:LEVEL`` or ``LEVEL`` included), or None when it
+    names another kind of policy."""
+    if not isinstance(spec, str):
+        return None
+    from kahve.agents.policies.levels import LEVELS, shipped_bot
+    head, _, tail = spec.rpartition(":")
+    if spec in LEVELS:                 # the shipped bot that fits the table, else the game's first one
+        try:
+            return _bot_file(shipped_bot(envs.game_class(game)(**settings)), game, settings)
+        except ValueError:
+            from kahve.agents.policies.levels import first_shipped_bot
+            first = first_shipped_bot(game)
+            return None if first is None else _bot_file(first, game, settings)
+    if head and tail in LEVELS:
+        spec = head
+    if ":" in spec or spec in ("random", "heuristic", "ismcts", "rollout"):
         return None
     if os.path.exists(spec):
         return spec
-    if os.path.sep in spec or spec.endswith(".onnx"):
+    if "/" in spec or os.path.sep in spec or spec.endswith(".onnx"):
         from kahve import checkpoints
         found = checkpoints.find(spec)
         return str(found) if found is not None else None   # make_policy names a missing file
@@ -67,7 +82,7 @@ def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]
     """The table's settings: a bot file's training settings as defaults under ``settings`` (the ones given on
     the command line), and the lines to show about them. A table the bot cannot play is a ``ValueError`` in
     one line that names the setting to change."""
-    path = _bot_file(bot)
+    path = _bot_file(bot, game, settings)
     if path is None:
         return dict(settings), []
     from kahve.agents.policies.bot import Bot, BotFileError

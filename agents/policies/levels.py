@@ -53,6 +53,21 @@ def shipped_bot(game) -> str:
     raise ValueError(f"no shipped {game.name} bot fits these settings ({why}); name a bot file: BOT:LEVEL")
 
 
+def first_shipped_bot(game_name: str) -> str | None:
+    """The shipped bot of ``game_name`` that the bare levels use when none fits the table: the first PPO bot by
+    name, else the first one (None: the game ships none)."""
+    from kahve import checkpoints
+
+    from .bot import Bot, BotFileError
+    found = []
+    for path in sorted((checkpoints.ROOT / game_name).glob("*.onnx")):
+        try:
+            found.append((Bot.read_metadata(path)[1].get("algorithm") != "ppo", f"{game_name}/{path.stem}"))
+        except BotFileError:
+            continue
+    return min(found)[1] if found else None
+
+
 def make_level(level: str, bot: str | None, game, seed: int | None = None):
     """The policy of ``level`` for the bot spec ``bot`` (a path or a shipped bot's name; None: the game's
     shipped bot that fits)."""

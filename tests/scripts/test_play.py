@@ -153,6 +153,14 @@ def test_a_bot_file_sets_the_table():
 
 
 @pytest.mark.skipif(not PISHTI_BOT.exists(), reason="the shipped Pişti bot is not in this checkout")
+@pytest.mark.parametrize("level", ["easy", "pishti/ppo_2p:medium"])
+def test_a_difficulty_level_sets_the_table_of_its_bot(level):
+    r = kahve("play", "pishti", "--bot", level, "--seed", "3", stdin="q\n")
+    assert "table settings from the bot file: players=2, partnerships=false" in r.stdout, r.stdout + r.stderr
+    assert f"Pişti, 2 players: you are player 0; opponents: {level}" in r.stdout
+
+
+@pytest.mark.skipif(not PISHTI_BOT.exists(), reason="the shipped Pişti bot is not in this checkout")
 def test_a_bot_mismatch_is_one_line_naming_the_fix():
     r = kahve("play", "pishti", "--settings", "players=4", "--bot", str(PISHTI_BOT))
     assert r.returncode == 2
