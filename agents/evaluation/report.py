@@ -55,6 +55,33 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
             "correct_call_rate": right_calls / max(1, calls)}
 
 
+def time_per_move(bot, settings: dict, decisions: int = 400, seed: int = 99) -> dict:
+    """The bot's CPU time per decision (median and 90th percentile, in ms) over the real choices of a few deals
+    played by the heuristic in every seat (``process_time``: one core's time, which other load does not
+    inflate)."""
+    import time
+
+    from ..policies.heuristics import heuristic_for
+    game = envs.game_class(bot.metadata["game"])(**{**settings, "episode": "deal"})
+    teacher = heuristic_for(game, seed)
+    times: list[float] = []
+    deal = 0
+    while len(times) < decisions and deal < 10 * decisions:
+        st = game.new_state(seed + deal)
+        deal += 1
+        while st.current_player is not None and len(times) < decisions:
+            seat = st.current_player
+            if len(st.legal_actions()) > 1:
+                obs, mask = st.observation(seat), st.legal_mask()
+                t = time.process_time()
+                bot.act(obs, mask, st)
+                times.append(time.process_time() - t)
+            st.apply(decide(teacher, st))
+    ms = sorted(1000 * t for t in times)
+    return {"moves": len(ms), "median_ms": ms[len(ms) // 2] if ms else float("nan"),
+            "p90_ms": ms[int(0.9 * (len(ms) - 1))] if ms else float("nan")}
+
+
 def write_report(bot_path, opponents: list[str], games: int = 200, workers: int = 2, command: str | None = None,
                  seed: int = 12345, show_progress: bool = False) -> Path:
     """Evaluate the bot against each opponent and write FILE.md (and FILE.eval.json) beside it; with
@@ -123,6 +150,11 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
                      f"{check['call_decisions']} call decisions. Bar (docs/rules.md §5e optimum, 95% of decisions): "
                      f"**{'met' if verdict else 'NOT met'}**.")
         results["policy_check"] = check
+    timing = time_per_move(bot, settings)
+    results["time_per_move"] = timing
+    lines.append(f"Time per move: median {timing['median_ms']:.3f} ms, 90th percentile {timing['p90_ms']:.3f} ms of "
+                 f"CPU time over {timing['moves']} decisions (one core; the `hard` level searches over this network, "
+                 "see docs/search.md).")
     out = bot_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     bot_path.with_suffix(".eval.json").write_text(json.dumps({"verdict": verdict, "results": results}, indent=1,

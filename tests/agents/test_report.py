@@ -15,3 +15,17 @@ def test_ish_policy_check_tells_the_optimum_from_random_play():
     assert best["min_stake_rate"] == 1.0 and best["correct_call_rate"] == 1.0
     rand = ish_policy_check(make_policy("random", game, 0), settings, rounds=30)
     assert rand["min_stake_rate"] < 0.5 and rand["correct_call_rate"] < 0.9
+
+
+def test_a_report_gives_the_bots_time_per_move(tmp_path):
+    import json
+    import shutil
+
+    from kahve import checkpoints
+    from kahve.agents.evaluation.report import write_report
+    bot = tmp_path / "bot.onnx"
+    shutil.copy(checkpoints.find("pishti/ppo_2p"), bot)
+    page = write_report(bot, ["random"], games=4, workers=1).read_text()
+    timing = json.loads(bot.with_suffix(".eval.json").read_text())["results"]["time_per_move"]
+    assert timing["moves"] == 400 and 0 < timing["median_ms"] <= timing["p90_ms"] < 1000
+    assert f"Time per move: median {timing['median_ms']:.3f} ms" in page
