@@ -875,32 +875,12 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
     """Run (or resume) a training run with backend rllib; the run folder and its rules are the sb3 backend's
     (:func:`.trainer.train`)."""
     from ..threads import limit_threads
-    from .run_dir import RunDir
-    from .trainer import _refuse_finished
+    from .trainer import opened_run
     quiet_ray()
     n = limit_threads(cfg["torch_threads"])
     torch.set_num_threads(n)
-    run = RunDir(resume_dir if resume_dir else cfg["output"])
-    if resume_dir and not run.root.is_dir():
-        raise FileNotFoundError(f"no run folder at {run}")
-    if not resume_dir:
-        run.create()
-    with run.lock():
-        if resume_dir:
-            checkpoint = run.recover()
-            if checkpoint is None:
-                raise FileNotFoundError(f"{run} has no checkpoint to resume (checkpoints/latest/state.json)")
-            steps = checkpoint.read_state()["steps"]
-            _refuse_finished(run, cfg, steps)
-        else:
-            if run.find_checkpoint() is not None:
-                raise ValueError(f"{run} already holds a run; resume it with --resume {run}, or choose "
-                                 f"another output folder (--override output=...)")
-            checkpoint = None
-        run.write_config(cfg)
+    with opened_run(cfg, resume_dir, log) as (run, checkpoint):
         rc = cfg["rllib"]
-        if checkpoint is not None:
-            log(f"resuming {run} from its checkpoint at {steps:,} steps (of {cfg['total_timesteps']:,})")
         where = f"the Ray cluster at {rc['address']}" if rc["address"] else "a local Ray instance"
         log(f"training ppo (RLlib) on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps with "
             f"{rc['num_env_runners']} env runners x {rc['num_envs_per_env_runner']} envs on {where}; run folder "

@@ -12,6 +12,7 @@ Episodes in progress when the checkpoint was taken are restarted. Ctrl-C writes 
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -373,14 +374,11 @@ class Trainer:
         self.vec.close()
 
 
-def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=print) -> dict:
-    """Run (or resume) a training run; returns the summary. The run folder is locked while it runs."""
-    if cfg.get("backend", "sb3") == "rllib":          # Ray RLlib (the rllib extra): .rllib_backend, same run folder
-        from .rllib_backend import train as train_rllib
-        return train_rllib(cfg, resume_dir, progress=progress, log=log)
-    n = limit_threads(cfg["torch_threads"])
-    import torch
-    torch.set_num_threads(n)
+@contextlib.contextmanager
+def opened_run(cfg: dict, resume_dir: str | None, log=print):
+    """The run folder of a training session, locked while it runs, with the config written: a new one (a folder
+    that already holds a run is refused) or the one to resume (a finished run is refused). Yields ``(run,
+    checkpoint)``, the checkpoint None for a new run. Both backends train inside it."""
     run = RunDir(resume_dir if resume_dir else cfg["output"])
     if resume_dir and not run.root.is_dir():
         raise FileNotFoundError(f"no run folder at {run}")
@@ -393,14 +391,25 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
                 raise FileNotFoundError(f"{run} has no checkpoint to resume (checkpoints/latest/state.json)")
             steps = checkpoint.read_state()["steps"]
             _refuse_finished(run, cfg, steps)
+            log(f"resuming {run} from its checkpoint at {steps:,} steps (of {cfg['total_timesteps']:,})")
         else:
             if run.find_checkpoint() is not None:
                 raise ValueError(f"{run} already holds a run; resume it with --resume {run}, or choose "
                                  f"another output folder (--override output=...)")
             checkpoint = None
         run.write_config(cfg)
-        if checkpoint is not None:
-            log(f"resuming {run} from its checkpoint at {steps:,} steps (of {cfg['total_timesteps']:,})")
+        yield run, checkpoint
+
+
+def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=print) -> dict:
+    """Run (or resume) a training run; returns the summary. The run folder is locked while it runs."""
+    if cfg.get("backend", "sb3") == "rllib":          # Ray RLlib (the rllib extra): .rllib_backend, same run folder
+        from .rllib_backend import train as train_rllib
+        return train_rllib(cfg, resume_dir, progress=progress, log=log)
+    n = limit_threads(cfg["torch_threads"])
+    import torch
+    torch.set_num_threads(n)
+    with opened_run(cfg, resume_dir, log) as (run, checkpoint):
         log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
             f"with {cfg['n_envs']} envs ({cfg['vec_env']}); run folder {run}; TensorBoard: tensorboard --logdir "
             f"{run.tb}")
