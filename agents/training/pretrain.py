@@ -44,8 +44,11 @@ _COUNT_EVERY = 64
 
 
 def _count_into(counter) -> None:
+    """A labelling worker's start: count into ``counter``; Ctrl-C is the parent's to handle."""
+    import signal
     global _COUNTED
     _COUNTED = counter
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
@@ -58,20 +61,20 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
     shared integer, read twice a second)."""
     if workers > 1:
         import multiprocessing
-        from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
         share = -(-steps // workers)
         context = multiprocessing.get_context("spawn")
         counted = context.Value("q", 0)
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_count_into,
-                                 initargs=(counted,)) as ex:
-            futures = [ex.submit(collect_demonstrations, game, settings, pool, teacher, share, gamma,
-                                 seed * 1009 + w, 1, actor) for w in range(workers)]
-            pending = futures
-            while pending:
-                pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)[1]
+        # the pool's exit terminates the workers, so Ctrl-C (or any error) here ends them at once; they ignore
+        # SIGINT themselves and leave it to this process
+        with context.Pool(workers, initializer=_count_into, initargs=(counted,)) as processes:
+            jobs = [processes.apply_async(collect_demonstrations, (game, settings, pool, teacher, share, gamma,
+                                                                   seed * 1009 + w, 1, actor))
+                    for w in range(workers)]
+            while any(not job.ready() for job in jobs):
+                next(job for job in jobs if not job.ready()).wait(0.5)
                 if progress:
                     progress(min(counted.value, share * workers), share * workers)
-            parts = [f.result() for f in futures]
+            parts = [job.get() for job in jobs]
         if progress:
             progress(share * workers, share * workers)
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -299,6 +302,9 @@ class Cloning:
         done["generations"].append({"generation": g, "states": len(labels["actions"]),
                                     "played_like_teacher": float(labels["agree"].mean()),
                                     "fitted_on": len(data["actions"]), "seconds": time.perf_counter() - t})
+        if g == pre["generations"]:      # the network expert iteration ended with, as a bot file of its own
+            write_student(MLP.from_sb3(model), self.run_dir.generation_bot(g),
+                          self.run_dir.bot_metadata(cfg, 0, None, generation=g))
 
 
 #: where a search spec of ``pretrain.search`` names the current network

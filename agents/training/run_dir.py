@@ -11,8 +11,9 @@ A run folder holds::
                               states); state.json is written last, so a checkpoint folder without it is partial
     policy.npz                the final network (numpy arrays)
     pretrain.json             what behaviour cloning did
-    generations/              expert iteration: student_G.onnx (the network generation G+1 searched over) and
-                              labels_G.npz (generation G's search labels, the cache a resumed run reuses)
+    generations/              expert iteration: student_G.onnx (the network after generation G, which generation
+                              G+1 searched over; the last one is where learning starts) and labels_G.npz
+                              (generation G's search labels, the cache a resumed run reuses)
     summary.json              steps, wall time, steps/s and the final evaluation
     eval_bot.onnx             the bot the periodic evaluations play
 

@@ -54,6 +54,7 @@ def test_two_generations_resume_from_their_cached_labels(tmp_path, capsys):
     assert "expert iteration generation 2/2: 1" in resumed and "(cached)" in resumed
     assert "labelled" not in resumed                                  # nothing collected again
     assert np.array_equal(np.load(gen / "labels_2.npz")["actions"], labels_2)
+    assert (gen / "student_2.onnx").exists()                        # the network expert iteration ended with
     report = json.loads((out / "pretrain.json").read_text())
     first_gen, second_gen = report["generations"]
     assert first_gen["states"] >= 150 and second_gen["states"] == len(labels_2)

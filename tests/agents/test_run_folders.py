@@ -363,6 +363,42 @@ def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_con
     assert not (out / "checkpoints" / "latest" / "demonstrations.npz").exists()
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads the process tree from /proc")
+def test_ctrl_c_during_labelling_in_worker_processes_ends_them_and_saves_a_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    proc = _popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
+                         "n_envs=2", "pretrain.steps=2000000", "pretrain.teacher=rollout:4", f"output={out}"], tmp_path)
+    deadline = time.time() + 60
+    while len([p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    workers = [pid for pid in _children(proc.pid) if "resource_tracker" not in _cmdline(pid)]
+    assert len(workers) >= 2, proc.communicate(timeout=30)
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGINT)                 # the main process only, as a supervisor would
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "--resume" in stdout and "Traceback" not in stderr
+    assert _state(out)["pretrain"]["collected"] == 0                   # the collection is redone on resume
+    for pid in workers:                                                # no labelling worker is left running
+        assert "spawn_main" not in _cmdline(pid), f"worker {pid} still runs"
+
+
 # ----- resume: what it says, what it refuses ------------------------------------------------------------------
 def test_resume_says_it_resumed_and_reports_the_session_apart_from_the_run(ppo_run, capsys):
     before = json.loads((ppo_run / "summary.json").read_text())
