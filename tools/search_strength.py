@@ -215,6 +215,13 @@ def load(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def _ms(value) -> str:
+    """Milliseconds for a table: a network's 0.05 ms stays visible."""
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
 def table(results: list[dict]) -> str:
     out = []
     for game in dict.fromkeys(r["game"] for r in results):
@@ -227,8 +234,8 @@ def table(results: list[dict]) -> str:
             lo, hi = r["win_rate_ci95"]
             plo, phi = r["points_per_deal_ci95"]
             out.append(f"| `{r['a']}` | `{r['b']}` | {r['units']} | {r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | "
-                       f"{r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) | {r.get('cpu_ms_median', float('nan')):.1f} | "
-                       f"{r.get('cpu_ms_p90', float('nan')):.1f} | {r['ms_median']:.1f} |")
+                       f"{r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) | {_ms(r.get('cpu_ms_median'))} | "
+                       f"{_ms(r.get('cpu_ms_p90'))} | {_ms(r['ms_median'])} |")
         out.append("")
     return "\n".join(out)
 
