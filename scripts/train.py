@@ -12,7 +12,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _stop_like_ctrl_c(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args) -> int:
+    import signal
+
     from kahve.agents.training import config as config_mod
     from kahve.agents.training.run_dir import RunDir
     from kahve.agents.training.trainer import train
@@ -26,5 +32,8 @@ def run(args) -> int:
         cfg = config_mod.load(args.config, args.override)
     else:
         raise ValueError("give a config file (e.g. configs/pishti/ppo.yaml) or --resume RUN_DIR")
+    # SIGTERM (`kill PID`, a job scheduler's or a container's stop) saves a checkpoint as Ctrl-C does: a run
+    # started in the background by a script ignores SIGINT, as background jobs do
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     summary = train(cfg, resume_dir=args.resume, progress=not args.no_progress)
     return 130 if summary.get("interrupted") else 0

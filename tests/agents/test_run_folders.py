@@ -363,6 +363,19 @@ def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_con
     assert not (out / "checkpoints" / "latest" / "demonstrations.npz").exists()
 
 
+def test_sigterm_saves_a_checkpoint_as_ctrl_c_does(tmp_path):
+    out = tmp_path / "run"
+    proc = _popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
+                         "total_timesteps=10000000", "checkpoint_every=100000000", f"output={out}"], tmp_path)
+    _wait_for(out / "tb", proc)
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "checkpoint saved at" in stdout and "--resume" in stdout and "Traceback" not in stderr
+    assert _state(out)["steps"] > 0
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
