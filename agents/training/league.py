@@ -33,6 +33,10 @@ class League:
         wins, n = self.counts.get(entry_id, [0.0, 0.0])
         return (wins + 1.0) / (n + 2.0)
 
+    def forget_all_but(self, ids: list[str]) -> None:
+        """Drop the counts of entries no longer in the pool (snapshots that left it)."""
+        self.counts = {k: v for k, v in self.counts.items() if k in ids}
+
     def weights(self, ids: list[str], base: list[float]) -> list[float]:
         return [b * ((1.0 - self.win_rate(i)) ** self.power + self.floor) for i, b in zip(ids, base)]
 

@@ -226,6 +226,7 @@ class Trainer:
 
     def reweight(self) -> None:
         """The pool's weights from the league's win rates (:mod:`.league`), pushed to every env."""
+        self.league.forget_all_but(self.pool.ids)
         base = [self.base_weights.get(i, self.cfg["opponents"]["self_play"]["weight"]) for i in self.pool.ids]
         weights = self.league.weights(self.pool.ids, base)
         self.pool = self.pool.with_weights(weights)

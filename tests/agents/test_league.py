@@ -32,6 +32,8 @@ def test_weights_move_towards_the_opponents_the_learner_loses_to():
     for _ in range(300):                               # the learner has caught up: the old losses fade
         league.record("heuristic", True)
     assert league.win_rate("heuristic") > 0.9
+    league.forget_all_but(["heuristic"])               # random left the pool: its counts go with it
+    assert set(league.state()) == {"heuristic"}
 
 
 def test_episode_infos_name_the_pool_entries_drawn():
