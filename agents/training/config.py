@@ -149,6 +149,9 @@ SCHEMA: dict = {
                             "network's bot file (docs/search.md)"),
         "generation_steps": Field(int, 0, 0, 10**8,
                                   doc="decisions labelled per generation; 0: as many as dagger_steps (or steps)"),
+        "generation_learning_rate": Field(float, 0.0, 0.0, 1.0,
+                                          doc="the learning rate of each generation's fit (a search's labels are "
+                                              "noisier than the heuristic's); 0: pretrain.learning_rate"),
     },
     "opponents": {
         "pool": Field(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),

@@ -214,12 +214,13 @@ class Cloning:
                                           workers=min(cfg["n_envs"], os.cpu_count() or 1), actor=actor,
                                           progress=update)
 
-    def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None) -> dict:
+    def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None,
+             learning_rate: float | None = None) -> dict:
         pre = self.cfg["pretrain"]
         data = self.demonstrations if data is None else data
         with progress_bar(f"{stage}: fitting {len(data['actions']):,} decisions", self.show_progress) as update:
-            return fit_demonstrations(model, data, epochs, pre["batch_size"], pre["learning_rate"], seed,
-                                      log=self.log, progress=update)
+            return fit_demonstrations(model, data, epochs, pre["batch_size"], learning_rate or pre["learning_rate"],
+                                      seed, log=self.log, progress=update)
 
     def run(self, model, show_progress: bool = False) -> dict:
         """Clone (from where the progress says) into ``model``; returns the report (pretrain.json). With
@@ -298,7 +299,8 @@ class Cloning:
         parts = [labels] + [self.check_demonstrations(load_npz(self.run_dir.generation_labels(k)),
                                                       self.run_dir.generation_labels(k)) for k in range(1, g)]
         data = {key: np.concatenate([p[key] for p in parts]) for key in DEMONSTRATION_ARRAYS}
-        done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data)
+        done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data,
+                                  pre["generation_learning_rate"])
         done["generations"].append({"generation": g, "states": len(labels["actions"]),
                                     "played_like_teacher": float(labels["agree"].mean()),
                                     "fitted_on": len(data["actions"]), "seconds": time.perf_counter() - t})
