@@ -76,56 +76,20 @@ class ISMCTS:
         seat = state.current_player
         root = _Node()
         scale = [0.0, 0]  # running sum of |relative points| and its count
-        iterate = self._iterate if self.base is None else self._iterate_with_policy
         for _ in range(self.iterations):
-            iterate(state.determinize(seat, self.rng), root, scale)
+            self._iterate(state.determinize(seat, self.rng), root, scale)
         return max(legal, key=lambda a: (root.children[a].visits if a in root.children else -1))
 
     def _iterate(self, world, root: _Node, scale: list) -> None:
-        rng, c = self.rng, self.exploration
+        """One iteration: selection by UCB (with ``prior``, plus the base policy's progressive bias), expansion of
+        one untried move, a rollout to the end of the deal (random moves, or the base policy's), backup. Without a
+        base policy it draws exactly the random numbers it always drew (``ismcts:N`` plays as before)."""
+        rng, c, bias = self.rng, self.exploration, self.bias
+        if self.base is not None:
+            self._reseed(rng.getrandbits(32))
         deal = world.deals_completed
         node, path, movers = root, [], []
         # selection and expansion
-        while world.current_player is not None and world.deals_completed == deal:
-            legal = world.legal_actions()
-            player = world.current_player
-            untried = [a for a in legal if a not in node.children]
-            if untried:
-                a = untried[rng.randrange(len(untried))]
-                child = node.children[a] = _Node()
-                for b in legal:
-                    if b != a and b in node.children:
-                        node.children[b].avail += 1
-                world.apply(a)
-                path.append(child)
-                movers.append(player)
-                break
-            best, best_value = None, -math.inf
-            for a in legal:
-                ch = node.children[a]
-                ch.avail += 1
-                value = ch.total / ch.visits + c * math.sqrt(math.log(ch.avail) / ch.visits)
-                if value > best_value:
-                    best, best_value = a, value
-            world.apply(best)
-            node = node.children[best]
-            path.append(node)
-            movers.append(player)
-        # rollout to the end of the deal
-        while world.current_player is not None and world.deals_completed == deal:
-            legal = world.legal_actions()
-            world.apply(legal[rng.randrange(len(legal))])
-        values = self._values(world, deal, scale)
-        for node, player in zip(path, movers):
-            node.visits += 1
-            node.total += values[player]
-
-    def _iterate_with_policy(self, world, root: _Node, scale: list) -> None:
-        """:meth:`_iterate` with the base policy's rollouts (and, with ``prior``, its progressive bias)."""
-        rng, c, bias = self.rng, self.exploration, self.bias
-        self._reseed(rng.getrandbits(32))
-        deal = world.deals_completed
-        node, path, movers = root, [], []
         while world.current_player is not None and world.deals_completed == deal:
             legal = world.legal_actions()
             player = world.current_player
@@ -157,10 +121,14 @@ class ISMCTS:
             node = node.children[best]
             path.append(node)
             movers.append(player)
-        # rollout to the end of the deal with the base policy
+        # rollout to the end of the deal
         choose, base = self._choose, self.base
         while world.current_player is not None and world.deals_completed == deal:
-            world.apply(choose(world, world.legal_actions()) if choose is not None else decide(base, world))
+            legal = world.legal_actions()
+            if base is None:
+                world.apply(legal[rng.randrange(len(legal))])
+            else:
+                world.apply(choose(world, legal) if choose is not None else decide(base, world))
         values = self._values(world, deal, scale)
         for node, player in zip(path, movers):
             node.visits += 1
