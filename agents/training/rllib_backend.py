@@ -644,24 +644,12 @@ class RLlibTrainer:
         return export_onnx(mlp_of(self._pull()), path, meta)
 
     def evaluate(self, steps: int) -> dict:
-        from ..evaluation.evaluate import evaluate
-        ev = self.cfg["evaluation"]
+        from .trainer import evaluate_against
         bot = self.export(self.run_dir.eval_bot)
-        settings = {**self.cfg["settings"], **ev["settings"]}
-        results = {}
-        for k, opponent in enumerate(ev["opponents"]):
-            r = evaluate(self.cfg["game"], str(bot), opponent, games=ev["games"], settings=settings,
-                         workers=ev["workers"], seed=self.cfg["seed"] * 7919 + k)
-            key = opponent.replace(":", "_").replace("/", "_")
-            self.writer.add_scalar(f"eval/{key}/win_rate", r["win_rate"], steps)
-            self.writer.add_scalar(f"eval/{key}/points_per_deal", r["points_per_deal"], steps)
-            results[opponent] = {k2: r[k2] for k2 in ("games", "wins", "draws", "losses", "win_rate", "win_rate_ci95",
-                                                       "points_per_deal", "points_per_deal_ci95")}
-            lo, hi = r["win_rate_ci95"]
-            self.log(f"[{steps:,} steps] vs {opponent}: win rate {r['win_rate']:.3f} ({lo:.3f}..{hi:.3f}), "
-                     f"points/deal {r['points_per_deal']:+.2f}")
+        self.schedule.last_eval = evaluate_against(self.cfg, bot, steps,
+                                                   lambda key, value: self.writer.add_scalar(key, value, steps),
+                                                   self.log)
         self.writer.flush()
-        self.schedule.last_eval = {"steps": steps, "settings": settings, "results": results}
         return self.schedule.last_eval
 
     # ----- checkpoints -------------------------------------------------------------------------------------------

@@ -103,6 +103,27 @@ def _check_format(ck: Checkpoint) -> None:
                          "kahve no longer loads: loading it can run any code. Start a new run")
 
 
+def evaluate_against(cfg: dict, bot, steps: int, record, log=print) -> dict:
+    """The periodic evaluation of a run (both backends): the bot file against each of ``evaluation.opponents``
+    on the evaluation settings; ``record(key, value)`` logs each ``eval/...`` scalar. Returns what the schedule
+    keeps as ``last_eval``."""
+    ev = cfg["evaluation"]
+    settings = {**cfg["settings"], **ev["settings"]}
+    results = {}
+    for k, opponent in enumerate(ev["opponents"]):
+        r = evaluate(cfg["game"], str(bot), opponent, games=ev["games"], settings=settings, workers=ev["workers"],
+                     seed=cfg["seed"] * 7919 + k)
+        key = opponent.replace(":", "_").replace("/", "_")
+        record(f"eval/{key}/win_rate", r["win_rate"])
+        record(f"eval/{key}/points_per_deal", r["points_per_deal"])
+        results[opponent] = {k2: r[k2] for k2 in ("games", "wins", "draws", "losses", "win_rate", "win_rate_ci95",
+                                                   "points_per_deal", "points_per_deal_ci95")}
+        lo, hi = r["win_rate_ci95"]
+        log(f"[{steps:,} steps] vs {opponent}: win rate {r['win_rate']:.3f} ({lo:.3f}..{hi:.3f}), "
+            f"points/deal {r['points_per_deal']:+.2f}")
+    return {"steps": steps, "settings": settings, "results": results}
+
+
 @dataclass
 class Schedule:
     """What is due when (in learner steps), and what the run has done in earlier sessions."""
@@ -243,23 +264,9 @@ class Trainer:
         return export_onnx(MLP.from_sb3(self.model), path, meta)
 
     def evaluate(self, steps: int) -> dict:
-        ev = self.cfg["evaluation"]
         bot = self.export(self.run_dir.eval_bot)
-        settings = {**self.cfg["settings"], **ev["settings"]}
-        results = {}
-        for k, opponent in enumerate(ev["opponents"]):
-            r = evaluate(self.cfg["game"], str(bot), opponent, games=ev["games"], settings=settings,
-                         workers=ev["workers"], seed=self.cfg["seed"] * 7919 + k)
-            key = opponent.replace(":", "_").replace("/", "_")
-            self.model.logger.record(f"eval/{key}/win_rate", r["win_rate"])
-            self.model.logger.record(f"eval/{key}/points_per_deal", r["points_per_deal"])
-            results[opponent] = {k2: r[k2] for k2 in ("games", "wins", "draws", "losses", "win_rate", "win_rate_ci95",
-                                                       "points_per_deal", "points_per_deal_ci95")}
-            lo, hi = r["win_rate_ci95"]
-            self.log(f"[{steps:,} steps] vs {opponent}: win rate {r['win_rate']:.3f} ({lo:.3f}..{hi:.3f}), "
-                     f"points/deal {r['points_per_deal']:+.2f}")
+        self.schedule.last_eval = evaluate_against(self.cfg, bot, steps, self.model.logger.record, self.log)
         self.model.logger.dump(self.model.num_timesteps)
-        self.schedule.last_eval = {"steps": steps, "settings": settings, "results": results}
         return self.schedule.last_eval
 
     # ----- checkpoints ------------------------------------------------------------------------------------
