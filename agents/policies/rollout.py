@@ -115,16 +115,9 @@ class RolloutPolicy:
                 sims.append(sim)
                 rngs.append(random.Random(seed) if temperature > 0 else None)
         active = [i for i, sim in enumerate(sims) if sim.current_player is not None and sim.deals_completed == deal]
-        num_actions = self.game.num_actions
         while active:
             obs = np.stack([sims[i].observation(sims[i].current_player) for i in active])
-            mask = np.zeros((len(active), num_actions), dtype=bool)
-            rows, cols = [], []
-            for r, i in enumerate(active):
-                la = sims[i].legal_actions()
-                rows.extend([r] * len(la))
-                cols.extend(la)
-            mask[rows, cols] = True
+            mask = np.stack([sims[i].legal_mask() for i in active])
             choices = masked_choices(scorer(obs), mask, temperature, [rngs[i] for i in active])
             still = []
             for i, a in zip(active, choices):
@@ -162,7 +155,8 @@ def network_scorer(policy):
     from .network import NetworkPolicy
     if isinstance(policy, Bot):
         session = policy.session
-        return (lambda x: session.run(["logits"], {"observation": x})[0]), float(policy.temperature)
+        return ((lambda x: session.run(["logits"], {"observation": np.asarray(x, dtype=np.float32)})[0]),
+                float(policy.temperature))
     if isinstance(policy, NetworkPolicy):
         return policy.mlp.forward, float(policy.temperature)
     return None

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..policies.network import MLP, NetworkPolicy, masked_choice
+from ..policies.rollout import network_scorer
 from ..policies.specs import make_policy
 
 
@@ -178,9 +179,7 @@ def batch_group(policy):
 
 def network_scores(policy, observations: np.ndarray) -> np.ndarray:
     """The scores (logits or Q-values) of ``policy``'s network for a batch of observations, ``(n, actions)``."""
-    if type(policy) is NetworkPolicy:
-        return policy.mlp.forward(observations)
-    return policy.session.run(["logits"], {"observation": np.asarray(observations, dtype=np.float32)})[0]
+    return network_scorer(policy)[0](observations)
 
 
 def decide_batch(policies: list, observations: np.ndarray, masks: np.ndarray) -> list[int]:
