@@ -94,6 +94,10 @@ class Game:
     #: the settings that change what the observations and actions are or mean (table size, stake ladder): a bot
     #: trained under other values of these cannot play this table
     space_settings: tuple = ()
+    #: when > 0, the observation ends with ``num_actions`` rows of this many numbers, row ``a`` describing what
+    #: action ``a`` would do (zeros for an illegal one); a network's action-feature head scores every action
+    #: from its row with weights shared by all actions (agents/policies/network.py)
+    action_feature_size: int = 0
 
     num_players: int
     num_actions: int

@@ -112,7 +112,7 @@ PHASE_NAMES = ("PLAY", "SELECT")
 HAND = 4
 HANDS_PER_ROUND = 6
 STOCK_SIZE = 40                # PA-11
-OBS_SIZE = 390
+OBS_SIZE = 390 + NUM_ACTIONS * 10      # 10: appraisal.MOVE_FEATURES
 TWO_CLUBS = card_id(1, CLUBS)
 TEN_DIAMONDS = card_id(TEN, DIAMONDS)
 HAFT_KHAJ = 7                  # 7 or more clubs
@@ -178,10 +178,12 @@ SETTINGS = SettingsSpec("pasur", [
 
 class PasurGame(Game):
     name = "pasur"
-    version = 0
+    version = 1
     settings_spec = SETTINGS
+    obs_low = -10.0
     obs_high = 10.0
     cap_setting = "max_rounds"
+    action_feature_size = 10           # appraisal.MOVE_FEATURES (the observation's last block)
 
     # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
     title = "Pâsur"
@@ -226,6 +228,12 @@ class PasurGame(Game):
         ObsBlock("card being played (one-hot, SELECT only)", NUM_CARDS, "0 or 1", key="played"),
         ObsBlock("cards picked so far (multi-hot, SELECT only)", NUM_CARDS, "0 or 1", key="picked"),
         ObsBlock("remaining sum to 11 (a numeric card in SELECT only)", 1, "/ 10", key="remaining"),
+        ObsBlock("per action (104 rows of 10, zero for illegal actions): what it takes and leaves "
+                 "(envs/pasur/appraisal.py): value taken, card points taken, sur, capture, jack (hands 1-5), "
+                 "jack (final hand), jack sweep, value trailed, the opponent's expected best reply on the pool "
+                 "left, the leftover pool at the round's last play (+ mine, − theirs); a card's row is its most "
+                 "valuable capture, a TAKE's the most valuable capture still reachable through it",
+                 NUM_ACTIONS * 10, "points / 5", key="moves"),
     ]
     observation_notes = ("Hidden: the opponent's hand and the stock order; \"unseen\" is the opponent's hand and "
                          "the stock together (a buried jack included).")
@@ -233,7 +241,8 @@ class PasurGame(Game):
                     "and J (card points total 20), `sur_value` per net sur. After a round in which someone reaches "
                     "`target_score` the higher total wins; `tie_rule` decides equal totals; `max_rounds` "
                     "truncates.")
-    version_history = [(0, "first release")]
+    version_history = [(0, "first release"),
+                       (1, "observation: what every legal action takes and leaves (10 numbers each)")]
 
     def __init__(self, **settings):
         self._explicit = set(settings)
@@ -268,9 +277,10 @@ class PasurGame(Game):
 # observation offsets, from the blocks' sizes (docs/envs/pasur.md lists the blocks)
 _OFFSETS = fixed_offsets(PasurGame.observation_blocks)
 (OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_CLUBS, OBS_HAND_NUMBER, OBS_FINAL, OBS_STOCK, OBS_LAST_CAPTURER,
- OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING) = (_OFFSETS[k] for k in (
-    "pool", "mine", "theirs", "unseen", "clubs", "hand_number", "final", "stock", "last_capturer", "totals",
-    "sur_cap", "dealer", "phase", "played", "picked", "remaining"))
+ OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING, OBS_MOVES) = (
+    _OFFSETS[k] for k in ("pool", "mine", "theirs", "unseen", "clubs", "hand_number", "final", "stock",
+                          "last_capturer", "totals", "sur_cap", "dealer", "phase", "played", "picked", "remaining",
+                          "moves"))
 
 
 class PasurState(State):
@@ -552,6 +562,13 @@ class PasurState(State):
         elif self.current_player is not None:
             ones.append(OBS_PHASE)
         obs[ones] = 1.0
+        if self.current_player == seat:                 # what each of my legal actions would take and leave
+            from .appraisal import FEATURE_SCALE, MOVE_FEATURES, move_features
+            rows = move_features(self)
+            moves = obs[OBS_MOVES:].reshape(NUM_ACTIONS, MOVE_FEATURES)
+            for a, row in rows.items():
+                moves[a] = row
+            np.clip(moves / FEATURE_SCALE, -10.0, 10.0, out=moves)
         return obs
 
     @staticmethod

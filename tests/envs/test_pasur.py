@@ -13,7 +13,7 @@ import pytest
 from kahve import envs
 from kahve.envs.core import IllegalActionError
 from kahve.envs.core.cards import card_str, parse_card
-from kahve.envs.pasur.rules import PasurGame
+from kahve.envs.pasur.rules import TAKE, PasurGame
 from tests.helpers import check_hidden_information, random_game
 
 E1_FIRST = "7H AC JD 5S 2C KH 5C 6D 4C 9D 3H KS".split()
@@ -571,7 +571,14 @@ def test_observation_layout_in_select():
     for a in (32, 1, 0, 38, 23, 4, 43, 18):
         st.apply(a)
     obs = st.observation(0)
-    assert obs.shape == (390,) and obs.dtype == np.float32
+    assert obs.shape == (1430,) and obs.dtype == np.float32
+    moves = obs[390:].reshape(104, 10)                           # the appraisal of each legal action
+    legal = st.legal_actions()
+    assert legal == [TAKE + parse_card("5C"), TAKE + parse_card("5S")]
+    assert np.flatnonzero(np.abs(moves).sum(axis=1)).tolist() == legal
+    for a in legal:                                              # 6D takes one 5: a capture, no sur
+        assert moves[a, 3] == pytest.approx(0.2) and moves[a, 2] == 0.0
+    assert st.observation(1)[390:].sum() == 0.0                  # only the player to act reads them
     assert obs[284] == 1.0 and obs[283] == 0.0
     assert obs[285 + parse_card("6D")] == 1.0 and obs[285:337].sum() == 1.0
     assert obs[337:389].sum() == 0.0 and obs[389] == pytest.approx(0.5)   # 6 + 5 = 11
@@ -602,7 +609,11 @@ def test_observations_within_bounds_and_hidden_information():
             return
         for seat in range(2):
             o = st.observation(seat)
-            assert o.shape == (390,) and o.min() >= 0.0 and o.max() <= 10.0
+            assert o.shape == (1430,) and o[:390].min() >= 0.0 and o.min() >= -10.0 and o.max() <= 10.0
+            rows = o[390:].reshape(104, 10)                      # appraisals: the acting seat's legal actions
+            legal = st.legal_actions() if st.current_player == seat else []
+            assert set(np.flatnonzero(np.abs(rows).sum(axis=1))) <= set(legal)
+            assert all(rows[a, 3] > 0 or rows[a, 7] > 0 for a in legal)   # each a capture or a trail
         changed += check_hidden_information(st, rng, tries=2)
 
     for seed in range(25):
