@@ -54,13 +54,18 @@ def export_onnx(mlp: MLP, path, metadata: dict) -> Path:
     nodes, inits = [], []
     h = "observation"
     last = len(mlp.weights) - 1
+    features = mlp.feature_weights is not None
     for k, (w, b) in enumerate(zip(mlp.weights, mlp.biases)):
         inits += [numpy_helper.from_array(w, f"w{k}"), numpy_helper.from_array(b, f"b{k}")]
-        out = "logits" if k == last else f"z{k}"
+        out = ("mlp_scores" if features else "logits") if k == last else f"z{k}"
         nodes.append(helper.make_node("Gemm", [h, f"w{k}", f"b{k}"], [out], transB=1))
         if k < last:
             nodes.append(helper.make_node("Tanh" if mlp.activation == "tanh" else "Relu", [out], [f"h{k}"]))
             h = f"h{k}"
+    if features:            # the action-feature head: every action's row times the shared weights, as one matrix
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(mlp.feature_matrix().T), "feature_matrix"))
+        nodes += [helper.make_node("MatMul", ["observation", "feature_matrix"], ["feature_scores"]),
+                  helper.make_node("Add", ["mlp_scores", "feature_scores"], ["logits"])]
     graph = helper.make_graph(
         nodes, f"kahve_{metadata['game']}",
         [helper.make_tensor_value_info("observation", TensorProto.FLOAT, ["batch", mlp.input_size])],

@@ -62,6 +62,9 @@ SCHEMA: dict = {
     "network": {
         "hidden": Field(list, [256, 256], doc="hidden layer sizes"),
         "activation": Field(str, "tanh", choices=("tanh", "relu")),
+        "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
+                                                 "action (Pâsur), score every action from its row with shared "
+                                                 "weights beside the MLP (docs/design.md); sb3 backend only"),
     },
     "ppo": {
         "learning_rate": Field(float, 3e-4, 1e-7, 1.0),
@@ -286,6 +289,9 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["backend"] == "rllib" and cfg["opponents"]["league"]["weighting"] != "fixed":
         raise ValueError("config key 'opponents.league.weighting': league weights are implemented for backend sb3 "
                          "only; backend rllib draws the pool by its configured weights (weighting: fixed)")
+    if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
+        raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
+                         f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
     if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
         raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
                          "masked DQN: backend sb3)")
@@ -475,7 +481,8 @@ def load(path, overrides: list[str] | None = None) -> dict:
 
 # ----- resuming --------------------------------------------------------------------------------------------------
 #: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives
-FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation", "output")
+FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation",
+                   "network.action_features", "output")
 #: and for DQN, the replay buffer's layout (and the dueling head's parameters)
 FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 

@@ -105,18 +105,25 @@ class DuelingQNetwork(QNetwork):
 
 
 class MaskedDQNPolicy(DQNPolicy):
-    """SB3's DQN MlpPolicy, with an optional dueling head."""
+    """SB3's DQN MlpPolicy, with an optional dueling head and an optional action-feature head
+    (``action_features=(offset, actions, size)``, :mod:`.action_features`)."""
 
-    def __init__(self, *args, dueling: bool = False, **kwargs):
+    def __init__(self, *args, dueling: bool = False, action_features: tuple | None = None, **kwargs):
         self.dueling = dueling
+        self.action_features = tuple(action_features) if action_features else None
         super().__init__(*args, **kwargs)
 
     def make_q_net(self) -> QNetwork:
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
-        return (DuelingQNetwork if self.dueling else QNetwork)(**net_args).to(self.device)
+        net = (DuelingQNetwork if self.dueling else QNetwork)(**net_args)
+        if self.action_features:
+            from .action_features import ActionFeatureQNetwork
+            net = ActionFeatureQNetwork(**net_args, action_features=self.action_features, q_net=net.q_net)
+        return net.to(self.device)
 
     def _get_constructor_parameters(self) -> dict:
-        return {**super()._get_constructor_parameters(), "dueling": self.dueling}
+        return {**super()._get_constructor_parameters(), "dueling": self.dueling,
+                "action_features": self.action_features}
 
 
 # ----- the replay buffer ------------------------------------------------------------------------------------------

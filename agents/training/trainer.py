@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ... import envs
 from ..evaluation.evaluate import evaluate
 from ..policies.bot import export_onnx
 from ..policies.network import MLP
@@ -72,14 +73,22 @@ def build_model(cfg: dict, vec, run_dir):
     activation = {"tanh": nn.Tanh, "relu": nn.ReLU}[cfg["network"]["activation"]]
     hidden = list(cfg["network"]["hidden"])
     common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=str(RunDir(run_dir).tb))
+    game = envs.game_class(cfg["game"])(**cfg["settings"])
+    features = {}
+    if cfg["network"]["action_features"] and game.action_feature_size:
+        from .action_features import feature_layout
+        features = dict(action_features=feature_layout(game))
     if cfg["algorithm"] == "ppo":
         from sb3_contrib import MaskablePPO
-        return MaskablePPO("MlpPolicy", vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
-                                                                 activation_fn=activation),
+        policy = "MlpPolicy"
+        if features:
+            from .action_features import ActionFeaturePPOPolicy as policy
+        return MaskablePPO(policy, vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
+                                                            activation_fn=activation, **features),
                            **cfg["ppo"], **common)
     from .dqn import MaskedDQN
     # a network pretrained on demonstrations explores epsilon-greedily from the start, not at random
-    return MaskedDQN("MlpPolicy", vec, policy_kwargs=dict(net_arch=hidden, activation_fn=activation),
+    return MaskedDQN("MlpPolicy", vec, policy_kwargs=dict(net_arch=hidden, activation_fn=activation, **features),
                      warmup="policy" if cfg["pretrain"]["steps"] else "random", **cfg["dqn"], **common)
 
 
