@@ -5,6 +5,8 @@ spec                             policy
 ===============================  ==========================================================================
 ``random``                       uniform over the legal actions
 ``heuristic``                    the game's rule-based player (:mod:`.heuristics`)
+``greedy``                       Pişti's plain greedy player, a yardstick (capture whenever possible, a pişti
+                                 first; else trail the most-seen rank)
 ``BOT``                          an exported bot file: its path, or a shipped bot's name (``pishti/ppo_2p``),
                                  greedy
 ``rollout[:K[,z=Z][:SPEC]]``     flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
@@ -33,7 +35,7 @@ from .base import RandomPolicy
 
 POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][:SPEC]]",
                 "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
-                "easy|medium|hard (the game's shipped bot)")
+                "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
 #: options of the count field, per search: name -> (takes a value, default)
 _OPTIONS = {"rollout": {"z": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
@@ -55,6 +57,9 @@ def make_policy(spec: str, game, seed: int | None = None):
     if name == "heuristic" and not rest:
         from .heuristics import heuristic_for
         return heuristic_for(game, seed)
+    if name == "greedy" and not rest:
+        from .heuristics import greedy_for
+        return greedy_for(game, seed)
     if name in ("ismcts", "rollout"):
         count, _, inner = rest.partition(":")            # the first two colons split; SPEC keeps the rest
         if rest and not inner and rest.endswith(":"):

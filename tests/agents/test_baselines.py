@@ -192,3 +192,38 @@ def test_packaged_config_and_bot_names_resolve():
     assert config_mod.load("pishti/ppo")["game"] == "pishti"
     with pytest.raises(FileNotFoundError, match="shipped configs: .*pishti/ppo.yaml"):
         config_mod.load("pishti/nope.yaml")
+
+
+# ----- Pişti's greedy yardstick ---------------------------------------------------------------------------------
+def test_greedy_pishti_captures_whenever_it_can_and_reads_only_its_seat():
+    g = quick_game("pishti")
+    greedy, rng = make_policy("greedy", g, seed=0), random.Random(3)
+    seen = {"capture": 0, "trail": 0}
+
+    def check(state):
+        legal = state.legal_actions()
+        if len(legal) < 2:
+            return
+        seat, pile = state.current_player, state.pile
+        greedy.rng.seed(7)                      # ties break alike for the state and its re-deal
+        a = greedy.act(state.observation(seat), state.legal_mask(), state)
+        captures = [c for c in legal if pile and (c % 13 == 10 or c % 13 == pile[-1] % 13)]
+        if captures:
+            assert a in captures
+            seen["capture"] += 1
+        else:                                   # the rank it has seen most among its cards
+            hand = state.hands[seat]
+            count = {c: sum(1 for x in range(c % 13, 52, 13) if state.seen[x] or x in hand) for c in legal}
+            assert count[a] == max(count.values())
+            seen["trail"] += 1
+        greedy.rng.seed(7)
+        assert greedy.act(state.observation(seat), state.legal_mask(), state.determinize(seat, rng)) == a
+
+    for seed in range(20):
+        random_game(g, seed, on_state=check)
+    assert seen["capture"] > 20 and seen["trail"] > 20
+
+
+def test_greedy_is_for_pishti_only():
+    with pytest.raises(ValueError, match="no greedy player for game 'pasur'"):
+        make_policy("greedy", quick_game("pasur"))

@@ -20,3 +20,15 @@ def heuristic_for(game, seed: int | None = None):
         raise ValueError(f"no heuristic for game {game.name!r}")
     module = importlib.import_module(f"{__name__}.{game.name}")
     return getattr(module, _CLASSES[game.name])(game, seed)
+
+
+#: game -> the class of its plain greedy player (a yardstick; only where a report names one)
+_GREEDY = {"pishti": "PishtiGreedy"}
+
+
+def greedy_for(game, seed: int | None = None):
+    """The greedy player of ``game`` (Pişti only: docs/search.md)."""
+    if game.name not in _GREEDY:
+        raise ValueError(f"no greedy player for game {game.name!r} (there is one for: {', '.join(_GREEDY)})")
+    module = importlib.import_module(f"{__name__}.{game.name}")
+    return getattr(module, _GREEDY[game.name])(game, seed)

@@ -41,3 +41,23 @@ class PishtiHeuristic(ScoredHeuristic):
         else:
             value -= 0.5 * len(pile) * (3 - seen_of_rank) / 3  # a live rank lets the next player take the pile
         return value
+
+
+class PishtiGreedy(ScoredHeuristic):
+    """A plain greedy Pişti player, the yardstick of docs/search.md: capture whenever a card can (a pişti
+    first, then the pile worth most, a matching card before a jack), else trail the rank it has seen most
+    (the copies least likely to come back as a pişti)."""
+
+    name = "greedy"
+
+    def score(self, state, card: int, known=None) -> float:
+        pile = state.pile
+        rank = card % 13
+        if pile and (rank == JACK or rank == pile[-1] % 13):
+            if len(pile) == 1 and state._pisti_value(card, pile[0]) > 0:
+                return 1000 + state._pisti_value(card, pile[0])
+            pts = state.game.card_points
+            taken = sum(pts[c] for c in pile[state.pile_face_down:]) + 0.25 * len(pile)
+            return 500 + taken + (0 if rank == JACK else 0.1)
+        hand = state.hands[state.current_player]
+        return sum(1 for c in range(rank, 52, 13) if state.seen[c] or c in hand)
