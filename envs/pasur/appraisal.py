@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kahve.envs.core.cards import JACK, NUM_CARDS
 
-from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, PHASE_SELECT, RANK, TAKE, sum_subsets
+from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, PHASE_SELECT, RANK, TAKE
 
 HAND = 4
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth
@@ -42,35 +42,23 @@ FEATURE_SCALE = 5.0
 MOVE_FEATURES = 10
 
 
-_BEST: dict = {}
-_BEST_MAX = 200_000         # distinct pools kept, then the cache starts again
-
-
 def best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
     """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` summing to the target
-    (what a card of value 11 - target takes); ``sur_bonus`` is added when the subset is the whole pool. The
-    same pools come back decision after decision, so the answers are kept (at most _BEST_MAX of them)."""
-    values = tuple([RANK[x] + 1 for x in numeric])
-    numeric_value = tuple([card_value[x] for x in numeric])
-    key = (values, numeric_value, sur_bonus)         # cards of the same rank and worth answer alike
-    found = _BEST.get(key)
-    if found is None:
-        if len(_BEST) >= _BEST_MAX:
-            _BEST.clear()
-        found = [0.0] * 11
-        for target in range(1, 11):
-            if target > sum(values):
-                continue
-            best = 0.0
-            for sub in sum_subsets(values, target):
-                g = sum([numeric_value[i] for i in sub])
-                if len(sub) == len(numeric):
-                    g += sur_bonus
-                if g > best:
-                    best = g
-            found[target] = best
-        _BEST[key] = found
-    return found
+    (what a card of value 11 - target takes), 0 where none does; ``sur_bonus`` is added when the subset is the
+    whole pool. An exact-sum knapsack over the pool (values 1-10, so 11 sums), not an enumeration of subsets:
+    a pool of many small cards has thousands of those."""
+    best = [-1.0] * 11                               # -1: no subset has this sum (every worth is positive)
+    best[0] = 0.0
+    total = 0
+    for x in numeric:
+        v, w = RANK[x] + 1, card_value[x]
+        total += v
+        for t in range(10, v - 1, -1):
+            if best[t - v] >= 0.0 and best[t - v] + w > best[t]:
+                best[t] = best[t - v] + w
+    if total <= 10:                                  # the only subset of that sum is the whole pool: a sur
+        best[total] += sur_bonus
+    return [b if b > 0.0 else 0.0 for b in best]
 
 
 def knowledge(state, seat: int | None = None) -> dict:

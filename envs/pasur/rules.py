@@ -563,12 +563,11 @@ class PasurState(State):
             ones.append(OBS_PHASE)
         obs[ones] = 1.0
         if self.current_player == seat:                 # what each of my legal actions would take and leave
-            from .appraisal import FEATURE_SCALE, MOVE_FEATURES, move_features
-            rows = move_features(self)
-            moves = obs[OBS_MOVES:].reshape(NUM_ACTIONS, MOVE_FEATURES)
-            for a, row in rows.items():
-                moves[a] = row
-            np.clip(moves / FEATURE_SCALE, -10.0, 10.0, out=moves)
+            rows = appraisal.move_features(self)
+            at = [OBS_MOVES + a * appraisal.MOVE_FEATURES for a in rows]
+            values = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE, -10.0, 10.0)
+            for start, row in zip(at, values):
+                obs[start:start + appraisal.MOVE_FEATURES] = row
         return obs
 
     @staticmethod
@@ -766,3 +765,6 @@ class PasurState(State):
 
 
 PasurGame.state_class = PasurState
+
+
+from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)
