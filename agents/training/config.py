@@ -480,9 +480,10 @@ def load(path, overrides: list[str] | None = None) -> dict:
 
 
 # ----- resuming --------------------------------------------------------------------------------------------------
-#: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives
+#: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives; and the
+#: opponent pool, which the checkpoint holds with its snapshots (a changed pool would be silently ignored)
 FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation",
-                   "network.action_features", "output")
+                   "network.action_features", "opponents.pool", "output")
 #: and for DQN, the replay buffer's layout (and the dueling head's parameters)
 FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 

@@ -432,7 +432,8 @@ def test_resume_of_a_finished_run_says_so(ppo_run, capsys):
 
 @pytest.mark.parametrize("override,key", [("network.hidden=[32]", "network.hidden"), ("algorithm=dqn", "algorithm"),
                                           ("network.activation=relu", "network.activation"),
-                                          ("settings.players=4", "settings"), ("game=pasur", "game")])
+                                          ("settings.players=4", "settings"), ("game=pasur", "game"),
+                                          ("opponents.pool=[{policy: random, weight: 5}]", "opponents.pool")])
 def test_resume_refuses_changes_the_checkpoint_cannot_follow(ppo_run, capsys, override, key):
     rc, out, err = _cli(capsys, "train", "--resume", str(ppo_run), "--no-progress", "--override",
                         "total_timesteps=384", override)
