@@ -53,10 +53,8 @@ class FeatureScores(nn.Module):
 
 # ----- MaskablePPO ------------------------------------------------------------------------------------------------
 class _Extractor(MlpExtractor):
-    """SB3's MlpExtractor whose actor latent also carries the observation, for the head to read its rows."""
-
-    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        return self.forward_actor(features), self.forward_critic(features)
+    """SB3's MlpExtractor whose actor latent also carries the observation, for the head to read its rows (its
+    ``forward`` calls ``forward_actor``)."""
 
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
         return th.cat([self.policy_net(features), features], dim=1)

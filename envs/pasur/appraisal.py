@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kahve.envs.core.cards import JACK, NUM_CARDS
 
-from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, PHASE_SELECT, RANK, TAKE
+from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, PHASE_SELECT, RANK, TAKE
 
 HAND = 4
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth
@@ -38,8 +38,7 @@ FEATURE_SCALE = 5.0
  F_TRAILED,      # value of a trailed card (given up to the pool)
  F_THREAT,       # expected value of the opponent's best capture on the pool left (0 at the round's last play)
  F_LEFTOVER,     # the round's last play: the pool left, + when it comes to me, - when to the opponent
- ) = range(10)
-MOVE_FEATURES = 10
+ ) = range(MOVE_FEATURES)
 
 
 def best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:

@@ -112,7 +112,8 @@ PHASE_NAMES = ("PLAY", "SELECT")
 HAND = 4
 HANDS_PER_ROUND = 6
 STOCK_SIZE = 40                # PA-11
-OBS_SIZE = 390 + NUM_ACTIONS * 10      # 10: appraisal.MOVE_FEATURES
+MOVE_FEATURES = 10             # numbers per action in the observation's last block (appraisal.py)
+OBS_SIZE = 390 + NUM_ACTIONS * MOVE_FEATURES
 TWO_CLUBS = card_id(1, CLUBS)
 TEN_DIAMONDS = card_id(TEN, DIAMONDS)
 HAFT_KHAJ = 7                  # 7 or more clubs
@@ -183,7 +184,7 @@ class PasurGame(Game):
     obs_low = -10.0
     obs_high = 10.0
     cap_setting = "max_rounds"
-    action_feature_size = 10           # appraisal.MOVE_FEATURES (the observation's last block)
+    action_feature_size = MOVE_FEATURES
 
     # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
     title = "Pâsur"
@@ -233,7 +234,7 @@ class PasurGame(Game):
                  "jack (final hand), jack sweep, value trailed, the opponent's expected best reply on the pool "
                  "left, the leftover pool at the round's last play (+ mine, − theirs); a card's row is its most "
                  "valuable capture, a TAKE's the most valuable capture still reachable through it",
-                 NUM_ACTIONS * 10, "points / 5", key="moves"),
+                 NUM_ACTIONS * MOVE_FEATURES, "points / 5", key="moves"),
     ]
     observation_notes = ("Hidden: the opponent's hand and the stock order; \"unseen\" is the opponent's hand and "
                          "the stock together (a buried jack included).")
@@ -564,10 +565,9 @@ class PasurState(State):
         obs[ones] = 1.0
         if self.current_player == seat:                 # what each of my legal actions would take and leave
             rows = appraisal.move_features(self)
-            at = [OBS_MOVES + a * appraisal.MOVE_FEATURES for a in rows]
-            values = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE, -10.0, 10.0)
-            for start, row in zip(at, values):
-                obs[start:start + appraisal.MOVE_FEATURES] = row
+            moves = obs[OBS_MOVES:].reshape(NUM_ACTIONS, MOVE_FEATURES)        # a view: writes land in obs
+            moves[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE,
+                                        -10.0, 10.0)
         return obs
 
     @staticmethod
