@@ -14,12 +14,17 @@ _CLASSES = {"pishti": "PishtiHeuristic", "pasur": "PasurHeuristic", "pis_yedili"
             "pishe_pasha": "PishePashaHeuristic", "ish": "IshHeuristic"}
 
 
+def _player(classes: dict, what: str, game, seed: int | None, hint: str = ""):
+    """The ``classes[game.name]`` player of ``game``, from the module of the game's name."""
+    if game.name not in classes:
+        raise ValueError(f"no {what} for game {game.name!r}{hint}")
+    module = importlib.import_module(f"{__name__}.{game.name}")
+    return getattr(module, classes[game.name])(game, seed)
+
+
 def heuristic_for(game, seed: int | None = None):
     """The heuristic policy of ``game`` (a :class:`kahve.envs.core.Game`)."""
-    if game.name not in _CLASSES:
-        raise ValueError(f"no heuristic for game {game.name!r}")
-    module = importlib.import_module(f"{__name__}.{game.name}")
-    return getattr(module, _CLASSES[game.name])(game, seed)
+    return _player(_CLASSES, "heuristic", game, seed)
 
 
 #: game -> the class of its plain greedy player (a yardstick; only where a report names one)
@@ -28,7 +33,4 @@ _GREEDY = {"pishti": "PishtiGreedy"}
 
 def greedy_for(game, seed: int | None = None):
     """The greedy player of ``game`` (Pişti only: docs/search.md)."""
-    if game.name not in _GREEDY:
-        raise ValueError(f"no greedy player for game {game.name!r} (there is one for: {', '.join(_GREEDY)})")
-    module = importlib.import_module(f"{__name__}.{game.name}")
-    return getattr(module, _GREEDY[game.name])(game, seed)
+    return _player(_GREEDY, "greedy player", game, seed, f" (there is one for: {', '.join(_GREEDY)})")

@@ -15,26 +15,35 @@ from kahve.envs.core.cards import JACK
 from .base import ScoredHeuristic
 
 
+def pile_value(state) -> float:
+    """What taking the pile is worth: the points of its face-up cards and a quarter per card."""
+    pts = state.game.card_points
+    return sum(pts[c] for c in state.pile[state.pile_face_down:]) + 0.25 * len(state.pile)
+
+
+def copies_seen(state, rank: int) -> int:
+    """The cards of ``rank`` the player to act has seen or holds (the played card's own included)."""
+    hand = state.hands[state.current_player]
+    return sum(1 for c in range(rank, 52, 13) if state.seen[c] or c in hand)
+
+
 class PishtiHeuristic(ScoredHeuristic):
 
     def score(self, state, card: int, known=None) -> float:
         pts = state.game.card_points
         pile = state.pile
         rank = card % 13
-        seat = state.current_player
-        hand = state.hands[seat]
-        visible_pile = pile[state.pile_face_down:]
-        pile_value = sum(pts[c] for c in visible_pile) + 0.25 * len(pile)
         if pile and (rank == JACK or rank == pile[-1] % 13):
             if len(pile) == 1 and state._pisti_value(card, pile[0]) > 0:
                 return 100 + state._pisti_value(card, pile[0])
+            value = pile_value(state)
             if rank != JACK:
-                return 50 + pile_value + pts[card]
-            if len(pile) >= 4 or pile_value >= 2:
-                return 40 + pile_value
+                return 50 + value + pts[card]
+            if len(pile) >= 4 or value >= 2:
+                return 40 + value
             return -10                                   # a jack is wasted on a small pile
         # trailing
-        seen_of_rank = sum(1 for c in range(rank, 52, 13) if state.seen[c] or c in hand) - 1
+        seen_of_rank = copies_seen(state, rank) - 1
         value = -pts[card] * 3 - (20 if rank == JACK else 0)
         if not pile:
             value += 2 * seen_of_rank                    # fewer live copies, fewer pişti chances
@@ -56,8 +65,5 @@ class PishtiGreedy(ScoredHeuristic):
         if pile and (rank == JACK or rank == pile[-1] % 13):
             if len(pile) == 1 and state._pisti_value(card, pile[0]) > 0:
                 return 1000 + state._pisti_value(card, pile[0])
-            pts = state.game.card_points
-            taken = sum(pts[c] for c in pile[state.pile_face_down:]) + 0.25 * len(pile)
-            return 500 + taken + (0 if rank == JACK else 0.1)
-        hand = state.hands[state.current_player]
-        return sum(1 for c in range(rank, 52, 13) if state.seen[c] or c in hand)
+            return 500 + pile_value(state) + (0 if rank == JACK else 0.1)
+        return copies_seen(state, rank)
