@@ -63,7 +63,7 @@ SCHEMA: dict = {
         "hidden": Field(list, [256, 256], doc="hidden layer sizes"),
         "activation": Field(str, "tanh", choices=("tanh", "relu")),
         "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
-                                                 "action (Pâsur), score every action from its row with shared "
+                                                 "action (Pâsur, Pişti), score every action from its row with shared "
                                                  "weights beside the MLP (docs/design.md); sb3 backend only"),
     },
     "ppo": {

@@ -44,9 +44,10 @@ Observation (§1i), relative to the observer; S sides, N players:
     stock / 52; hand index / hands per deal; hand sizes after me / 4      2 + (N−1)
     dealer position relative to me (one-hot)                              N
     last capturer: side relative to me, or none (one-hot)                 S + 1
+    per action, my turn only: what the card takes and leaves (appraisal)  52 × 8
     ====================================================================  ===========
 
-    Lengths: 227 (2 players), 241 (4 alone), 231 (4 in partnerships).
+    Lengths: 643 (2 players), 657 (4 alone), 647 (4 in partnerships).
 
 ``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``hands`` (per seat),
 ``stock`` (top first), ``pile`` (bottom first), ``pile_face_down`` (how many of the pile's bottom cards are
@@ -69,6 +70,7 @@ from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_se
 
 PLAYS_PER_DEAL = 48
 PACKET = 4
+MOVE_FEATURES = 8              # numbers per action in the observation's last block (appraisal.py)
 TWO_CLUBS = card_id(1, 0)
 TEN_DIAMONDS = card_id(9, 1)
 JACKS = frozenset(card_id(JACK, suit) for suit in range(4))
@@ -94,9 +96,11 @@ SETTINGS = SettingsSpec("pishti", [
 class PishtiGame(Game):
     name = "pishti"
     space_settings = ("players", "partnerships")
-    version = 0
+    version = 1
     settings_spec = SETTINGS
+    obs_low = -10.0
     obs_high = 10.0
+    action_feature_size = MOVE_FEATURES
 
     # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
     title = "Pişti"
@@ -129,13 +133,19 @@ class PishtiGame(Game):
         ObsBlock("dealer, relative to me (one-hot over seats)", lambda g: g.num_players, "0 or 1"),
         ObsBlock("last capturer: side relative to mine, or none (one-hot, the last entry: none)",
                  lambda g: g.num_sides + 1, "0 or 1"),
+        ObsBlock("per action (52 rows of 8, zero for illegal actions and when not my turn): what playing the card "
+                 "takes and leaves (envs/pishti/appraisal.py): capture, pişti points, value taken, cards taken, "
+                 "jack, value trailed, the next player's expected take from the pile left, the pile left at the "
+                 "deal's last play (+ to my side, − to another)", NUM_CARDS * MOVE_FEATURES, "points / 10",
+                 key="moves"),
     ]
     observation_notes = ("Hidden: the other hands, the stock order and the three face-down opening cards of the pile "
                          "(never shown before the deal ends, PI-11).")
     rewards_note = ("Deal points of a side (§1d): 1 per J and A, `two_clubs_value` for 2♣, `ten_diamonds_value` for "
                     "10♦, `majority_bonus` for the unique most cards, and its pişti points. The match ends after a "
                     "deal in which a side reaches `target_score`; `max_deals` truncates it.")
-    version_history = [(0, "first release")]
+    version_history = [(0, "first release"),
+                       (1, "observation: what every legal action takes and leaves (8 numbers each)")]
 
     def house_settings(self) -> list[str]:
         """The settings in force, in words, for the player guide (envs/core/guide.py)."""
@@ -170,7 +180,7 @@ class PishtiGame(Game):
         self.hands_per_deal = PLAYS_PER_DEAL // (PACKET * n)
         self.plays_per_round = PACKET * n                  # plays until every hand is empty
         self.jack_on_empty_counts = s.jack_on_empty_counts
-        self.observation_size = 211 + 4 * ns + 2 + (n - 1) + n + ns + 1
+        self.observation_size = 211 + 4 * ns + 2 + (n - 1) + n + ns + 1 + NUM_CARDS * MOVE_FEATURES
         self.card_points = [0] * NUM_CARDS
         for suit in range(4):
             self.card_points[card_id(JACK, suit)] = 1
@@ -385,6 +395,11 @@ class PishtiState(State):
         lc = self.last_capturer
         ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
         obs[ones] = 1.0
+        if self.current_player == seat:                 # what each of my legal actions would take and leave
+            rows = appraisal.move_features(self)
+            moves = obs[-NUM_CARDS * MOVE_FEATURES:].reshape(NUM_CARDS, MOVE_FEATURES)   # a view into obs
+            moves[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE,
+                                        -10.0, 10.0)
         return obs
 
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
@@ -528,3 +543,6 @@ class PishtiState(State):
 
 
 PishtiGame.state_class = PishtiState
+
+
+from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)

@@ -53,9 +53,9 @@ def test_the_good_file_loads(good):
     (lambda m: {k: v for k, v in m.items() if k != "game"}, "has no 'game'"),
     (lambda m: {**m, "settings": ["players", 2]}, "'settings' is \\['players', 2\\], not a mapping"),
     (lambda m: {**m, "settings": "players=2"}, "'settings' is 'players=2', not a mapping"),
-    (lambda m: {**m, "observation_size": "227"}, "'observation_size' is '227', not a number"),
+    (lambda m: {**m, "observation_size": "643"}, "'observation_size' is '643', not a number"),
     (lambda m: {k: v for k, v in m.items() if k != "num_actions"}, "has no 'num_actions'"),
-    (lambda m: {**m, "observation_size": 100}, "input 'observation' has shape \\['batch', 227\\]; the metadata says "
+    (lambda m: {**m, "observation_size": 100}, "input 'observation' has shape \\['batch', 643\\]; the metadata says "
                                                "\\[batch, 100\\]"),
     (lambda m: {**m, "num_actions": 53},
      "output 'logits' has shape \\['batch', 52\\]; the metadata says \\[batch, 53\\]"),

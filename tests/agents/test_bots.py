@@ -76,7 +76,7 @@ def test_bot_refuses_another_game_and_other_spaces(pishti_bot, tmp_path):
     game, _, path = pishti_bot
     with pytest.raises(BotFileError, match="is a bot for pishti, not pasur"):
         Bot.load(path, game=envs.game_class("pasur")())
-    with pytest.raises(BotFileError, match="expects observations of 227"):
+    with pytest.raises(BotFileError, match="expects observations of 643"):
         Bot.load(path, game=envs.game_class("pishti")(players=4))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

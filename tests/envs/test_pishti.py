@@ -12,7 +12,8 @@ from kahve import envs
 from kahve.envs.core import IllegalActionError
 from kahve.envs.core.cards import card_str, parse_card
 from kahve.envs.pishti import PishtiGame
-from kahve.envs.pishti.rules import PishtiState
+from kahve.envs.pishti import appraisal
+from kahve.envs.pishti.rules import MOVE_FEATURES, PishtiState
 from tests.helpers import check_hidden_information, random_game
 
 C = parse_card
@@ -329,6 +330,51 @@ def test_env_reset_with_deck_and_deal_infos():
             continue
         assert info == {}
         env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+
+
+# ----- the observation's move rows (envs/pishti/appraisal.py) ---------------------------------------------
+def move_rows(state, seat):
+    return state.observation(seat)[-52 * MOVE_FEATURES:].reshape(52, MOVE_FEATURES) * appraisal.FEATURE_SCALE
+
+
+def test_move_rows_say_what_a_card_takes_and_risks():
+    st = opening(["5D", "8S", "KC", "KD"], ["8H", "QC", "QD", "QH"])
+    rows = move_rows(st, 1)
+    assert np.flatnonzero(np.abs(rows).sum(axis=1)).tolist() == sorted(C(c) for c in ["5D", "8S", "KC", "KD"])
+    assert move_rows(st, 0).sum() == 0.0                   # only the player to act reads them
+    take = rows[C("5D")]                                    # takes the opening pile: 5 cards, no pişti (PI-5)
+    assert take[appraisal.F_CAPTURE] == 1 and take[appraisal.F_PISTI] == 0
+    assert take[appraisal.F_CARDS] == pytest.approx(5) and take[appraisal.F_TAKEN] > 5 * appraisal.CARD_BONUS
+    assert rows[C("KC")][appraisal.F_CAPTURE] == 0 and rows[C("KC")][appraisal.F_THREAT] > 0
+    play(st, "5D")
+    rows = move_rows(st, 0)                                 # onto the empty pile: the next player may pişti it
+    # three eights are live for seat 0 (8S is in the other hand), one queen (QS): the eight is the riskier trail
+    assert rows[C("8H")][appraisal.F_THREAT] > rows[C("QC")][appraisal.F_THREAT] + 0.5 > 0.5  # (jacks: both)
+    assert rows[C("8H")][appraisal.F_TRAILED] == pytest.approx(appraisal.CARD_BONUS)
+    play(st, "8H")
+    rows = move_rows(st, 1)
+    assert rows[C("8S")][appraisal.F_PISTI] == pytest.approx(10) and rows[C("8S")][appraisal.F_CARDS] == 2
+    assert rows[C("KC")][appraisal.F_PISTI] == 0
+
+
+@pytest.mark.parametrize("jack_double, value", [("never", 10), ("any_jack", 20)])
+def test_move_row_of_a_jack_pisti_follows_the_settings(jack_double, value):
+    st = opening(["5D", "JS", "KC", "KD"], ["8H", "QC", "QD", "QH"], jack_double=jack_double)
+    play(st, "5D", "8H")
+    assert move_rows(st, 1)[C("JS")][appraisal.F_PISTI] == pytest.approx(value)
+
+
+def test_move_rows_at_the_last_play_give_the_pile_to_the_last_capturer():
+    checked = 0
+    for st in before_the_last_play(range(60)):
+        card = st.hands[st.current_player][0]
+        if not st.pile or card % 13 in (10, st.pile[-1] % 13):
+            continue                                        # the last play captures: nothing left over
+        row = move_rows(st, st.current_player)[card]
+        mine = st.last_capturer == st.game.sides[st.current_player]
+        assert (row[appraisal.F_LEFTOVER] > 0) == mine and row[appraisal.F_THREAT] == 0
+        checked += 1
+    assert checked >= 20
 
 
 # ----- hidden information (C-8, PI-11) ---------------------------------------------------------------------
