@@ -77,6 +77,11 @@ SCHEMA: dict = {
         "ent_coef": Field(float, 0.01, 0.0, 1.0),
         "vf_coef": Field(float, 0.5, 0.0, 10.0),
         "max_grad_norm": Field(float, 0.5, 0.0, 100.0),
+        "reward_scale": Field(float, 1.0, 1e-6, 1000.0,
+                              doc="rewards are multiplied by it for learning (episode logs keep game points), and "
+                                  "so are the value targets of behaviour cloning: it keeps the value loss near 1, "
+                                  "so that max_grad_norm clips the value gradient, not the policy's (a Pis Yedili "
+                                  "deal's points have a spread near 50; docs/dqn.md has the same for DQN)"),
     },
     "dqn": {   # docs/dqn.md: what each option does, and the diagnosis behind the shipped values
         "learning_rate": Field(float, 1e-4, 1e-7, 1.0, doc="Adam's step size"),
@@ -289,6 +294,8 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["backend"] == "rllib" and cfg["opponents"]["league"]["weighting"] != "fixed":
         raise ValueError("config key 'opponents.league.weighting': league weights are implemented for backend sb3 "
                          "only; backend rllib draws the pool by its configured weights (weighting: fixed)")
+    if cfg["backend"] == "rllib" and cfg["ppo"]["reward_scale"] != 1.0:
+        raise ValueError("config key 'ppo.reward_scale': trains with backend sb3 only; leave it at 1 with rllib")
     if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
         raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
                          f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")

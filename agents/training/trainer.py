@@ -47,24 +47,31 @@ def pool_from_config(cfg: dict) -> OpponentPool:
 
 
 def build_vec_env(cfg: dict, pool: OpponentPool):
-    """The training envs of ``cfg`` (``vec_env``, ``n_envs``, ``env_workers``) under SB3's ``VecMonitor``. Env
-    ``i`` is seeded ``seed * 1000 + i`` in every layout, so every layout deals the same games."""
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
-    from .vec_env import BatchedVecEnv, SharedMemoryVecEnv, default_workers
+    """The training envs of ``cfg`` (``vec_env``, ``n_envs``, ``env_workers``) under SB3's ``VecMonitor`` (with
+    PPO's ``reward_scale``: :class:`ScaledRewardMonitor`). Env ``i`` is seeded ``seed * 1000 + i`` in every
+    layout, so every layout deals the same games."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from .vec_env import BatchedVecEnv, ScaledRewardMonitor, SharedMemoryVecEnv, default_workers
     layout, n = cfg["vec_env"], cfg["n_envs"]
     seeds = [cfg["seed"] * 1000 + i for i in range(n)]
+    scale = ppo_reward_scale(cfg)
     if layout == "batched":
-        return VecMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds))
+        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds), scale)
     if layout == "shared":
         workers = cfg.get("env_workers") or default_workers()
-        return VecMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers))
+        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers), scale)
     subprocesses = layout == "subproc" and n > 1
     fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses) for s in seeds]
     if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:
         vec = DummyVecEnv(fns)
-    return VecMonitor(vec)
+    return ScaledRewardMonitor(vec, scale)
+
+
+def ppo_reward_scale(cfg: dict) -> float:
+    """What PPO multiplies rewards by (``ppo.reward_scale``); DQN scales in its own buffer (``dqn.reward_scale``)."""
+    return float(cfg["ppo"]["reward_scale"]) if cfg["algorithm"] == "ppo" else 1.0
 
 
 def build_model(cfg: dict, vec, run_dir):
@@ -83,9 +90,12 @@ def build_model(cfg: dict, vec, run_dir):
         policy = "MlpPolicy"
         if features:
             from .action_features import ActionFeaturePPOPolicy as policy
-        return MaskablePPO(policy, vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
-                                                            activation_fn=activation, **features),
-                           **cfg["ppo"], **common)
+        ppo = {k: v for k, v in cfg["ppo"].items() if k != "reward_scale"}
+        model = MaskablePPO(policy, vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
+                                                             activation_fn=activation, **features),
+                            **ppo, **common)
+        model.reward_scale = ppo_reward_scale(cfg)      # behaviour cloning's value targets (pretrain.py)
+        return model
     from .dqn import MaskedDQN
     # a network pretrained on demonstrations explores epsilon-greedily from the start, not at random
     return MaskedDQN("MlpPolicy", vec, policy_kwargs=dict(net_arch=hidden, activation_fn=activation, **features),

@@ -34,6 +34,7 @@ import pickle
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
@@ -258,3 +259,16 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+class ScaledRewardMonitor(VecMonitor):
+    """SB3's ``VecMonitor`` (episode returns and lengths in game points, for the logs and the league) that hands
+    the learner every reward times ``scale`` (``ppo.reward_scale``)."""
+
+    def __init__(self, venv: VecEnv, scale: float = 1.0):
+        super().__init__(venv)
+        self.scale = float(scale)
+
+    def step_wait(self):
+        obs, rewards, dones, infos = super().step_wait()
+        return obs, (rewards * self.scale if self.scale != 1.0 else rewards), dones, infos

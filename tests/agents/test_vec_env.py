@@ -316,3 +316,34 @@ def test_numpys_blas_runs_one_thread_after_limit_threads():
     finally:
         for n in before[:1]:
             threads.set_blas_threads(n)
+
+
+def test_ppo_reward_scale_scales_what_the_learner_sees_not_the_episode_logs(tmp_path):
+    from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+    seen = {}
+    for scale in (1.0, 0.02):
+        cfg = config_mod.resolve({"game": "pishti", "settings": {"players": 2, "episode": "deal", "reward": "points"},
+                                  "algorithm": "ppo", "n_envs": 3, "network": {"hidden": [16]},
+                                  "ppo": {"n_steps": 32, "batch_size": 48, "reward_scale": scale},
+                                  "output": str(tmp_path / str(scale))})
+        vec = build_vec_env(cfg, pool_from_config(cfg))
+        assert build_model(cfg, vec, tmp_path / str(scale)).reward_scale == scale   # cloning's value targets
+        vec.seed(7)
+        vec.reset()
+        rng = np.random.default_rng(0)
+        rewards, episodes = [], []
+        for _ in range(60):                          # a 2-player deal is 24 learner steps: episodes end
+            masks = np.array(vec.env_method("action_masks"))
+            _, r, _, infos = vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+            rewards.append(r.copy())
+            episodes += [info["episode"]["r"] for info in infos if "episode" in info]
+        seen[scale] = (np.array(rewards), episodes)
+        vec.close()
+    (r1, e1), (r2, e2) = seen[1.0], seen[0.02]
+    assert np.abs(r1).sum() > 0 and np.allclose(r2, 0.02 * r1)
+    assert e1 and e2 == e1                           # episode returns stay in game points
+
+
+def test_ppo_reward_scale_is_refused_with_rllib():
+    with pytest.raises(ValueError, match="config key 'ppo.reward_scale'"):
+        config_mod.load("configs/pishti/rllib.yaml", ["ppo.reward_scale=0.05"])
