@@ -296,12 +296,12 @@ def _check_semantics(cfg: dict) -> None:
                          "only; backend rllib draws the pool by its configured weights (weighting: fixed)")
     if cfg["backend"] == "rllib" and cfg["ppo"]["reward_scale"] != 1.0:
         raise ValueError("config key 'ppo.reward_scale': trains with backend sb3 only; leave it at 1 with rllib")
-    if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
-        raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
-                         f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
     if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
         raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
                          "masked DQN: backend sb3)")
+    if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
+        raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
+                         f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
     _check_memory(cfg, game)
 
 

@@ -85,7 +85,7 @@ def test_env_streams_differ_between_runners_and_envs():
 # ----- the module ---------------------------------------------------------------------------------------------------
 def _module(hidden=(32, 16), activation="tanh"):
     cfg = config_mod.resolve({"game": "pishti", "settings": PISHTI, "backend": "rllib",
-                              "network": {"hidden": list(hidden), "activation": activation}})
+                              "network": {"hidden": list(hidden), "activation": activation, "action_features": False}})
     return rb.local_module(cfg)
 
 
@@ -125,7 +125,8 @@ def test_config_keys_of_the_rllib_backend():
     with pytest.raises(ValueError, match="'rllib.num_env_runner'.*did you mean 'num_env_runners'"):
         config_mod.resolve({"game": "pishti", "backend": "rllib", "rllib": {"num_env_runner": 1}})
     with pytest.raises(ValueError, match="'backend' cannot change when resuming"):
-        config_mod.for_resume({"game": "pishti", "backend": "rllib"}, ["backend=sb3"])
+        config_mod.for_resume({"game": "pishti", "backend": "rllib", "network": {"action_features": False}},
+                              ["backend=sb3"])
     ppo = rb.algorithm_config(cfg, __import__("kahve.agents.training.trainer", fromlist=["x"]).pool_from_config(cfg))
     assert ppo.num_env_runners == 2 and ppo.policies_to_train == ["learner"]
     assert set(ppo.policies) == {"learner", "snapshot_0", "snapshot_1", "snapshot_2", "snapshot_3"}
