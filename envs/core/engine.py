@@ -254,6 +254,15 @@ class State:
                              f"(0 to {self.num_players - 1})")
         return int(seat)
 
+    def _write_action_rows(self, obs: np.ndarray, rows: dict, scale: float) -> None:
+        """Write ``rows`` ({legal action: its numbers}) into the observation's last block (``num_actions`` rows of
+        ``Game.action_feature_size``), divided by ``scale`` and clipped to the observation's bounds."""
+        g = self.game
+        if rows:
+            block = obs[len(obs) - g.num_actions * g.action_feature_size:].reshape(g.num_actions, -1)   # a view
+            block[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / scale,
+                                        g.obs_low, g.obs_high)
+
     def observation(self, seat: int) -> np.ndarray:
         """What ``seat`` sees and remembers, as a float32 vector (never a hidden card)."""
         if type(seat) is not int or not 0 <= seat < self.num_players:     # the hot path: one comparison

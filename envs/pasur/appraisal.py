@@ -16,6 +16,7 @@ the card being played, and the public counts; never the opponent's hand or the s
 from __future__ import annotations
 
 from kahve.envs.core.cards import JACK, NUM_CARDS
+from kahve.envs.core.odds import expected_best, p_none
 
 from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, PHASE_SELECT, RANK, TAKE
 
@@ -93,16 +94,7 @@ def knowledge(state, seat: int | None = None) -> dict:
     opp_sur = 0.0 if (state.sur_capped[opp] or (hand_number == HANDS_PER_ROUND
                                                   and not state.settings.sur_on_final_deal)) else sv
     # P(the opponent holds at least one card of each rank)
-    p_rank = [0.0] * 13
-    if unseen and opp_hand:
-        h = min(opp_hand, unseen)
-        for r in range(13):
-            k = unseen_by_rank[r]
-            if k:
-                none = 1.0
-                for i in range(h):
-                    none *= max(unseen - k - i, 0) / (unseen - i)
-                p_rank[r] = 1.0 - none
+    p_rank = [1.0 - p_none(unseen, k, opp_hand) if k else 0.0 for k in unseen_by_rank]
     return {"seat": seat, "card_value": CARD_VALUE[0.0 if decided else CLUB_WEIGHT], "p_rank": p_rank,
             "opp_sur": opp_sur, "round_over": round_over, "final_hand": state.hand_number == HANDS_PER_ROUND}
 
@@ -139,14 +131,7 @@ def threat(known: dict, pool: list) -> float:
             if same:
                 g = max(value(known, (x,)) for x in same) + (opp_sur if len(pool) == 1 else 0.0)
                 cands.append((g, p))
-    if not cands:
-        return 0.0
-    cands.sort(reverse=True)
-    expect, miss = 0.0, 1.0
-    for g, p in cands:
-        expect += g * p * miss
-        miss *= 1.0 - p
-    return expect
+    return expected_best(cands)
 
 
 def _jack_flags(known: dict, card: int, row: list) -> None:

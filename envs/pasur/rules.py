@@ -277,11 +277,11 @@ class PasurGame(Game):
 
 # observation offsets, from the blocks' sizes (docs/envs/pasur.md lists the blocks)
 _OFFSETS = fixed_offsets(PasurGame.observation_blocks)
+# (the last block, "moves", is written by State._write_action_rows: the observation's end)
 (OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_CLUBS, OBS_HAND_NUMBER, OBS_FINAL, OBS_STOCK, OBS_LAST_CAPTURER,
- OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING, OBS_MOVES) = (
+ OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING) = (
     _OFFSETS[k] for k in ("pool", "mine", "theirs", "unseen", "clubs", "hand_number", "final", "stock",
-                          "last_capturer", "totals", "sur_cap", "dealer", "phase", "played", "picked", "remaining",
-                          "moves"))
+                          "last_capturer", "totals", "sur_cap", "dealer", "phase", "played", "picked", "remaining"))
 
 
 class PasurState(State):
@@ -564,10 +564,7 @@ class PasurState(State):
             ones.append(OBS_PHASE)
         obs[ones] = 1.0
         if self.current_player == seat:                 # what each of my legal actions would take and leave
-            rows = appraisal.move_features(self)
-            moves = obs[OBS_MOVES:].reshape(NUM_ACTIONS, MOVE_FEATURES)        # a view: writes land in obs
-            moves[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE,
-                                        -10.0, 10.0)
+            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
         return obs
 
     @staticmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from kahve.envs.core.cards import JACK, NUM_CARDS
+from kahve.envs.core.odds import expected_best, p_none
 
 from .rules import MOVE_FEATURES, PACKET, PLAYS_PER_DEAL
 
@@ -65,15 +66,9 @@ def knowledge(state, seat: int | None = None) -> dict:
     # P(the next player holds a card of rank r), for the ranks a reply can use: my cards' (one will top the
     # pile), the pile top's and the jack
     p_rank = [0.0] * 13
-    if u and h:
-        h = min(h, u)
-        for r in {c % 13 for c in hand} | {JACK} | ({state.pile[-1] % 13} if state.pile else set()):
-            k = live[r]
-            if k:
-                none = 1.0
-                for i in range(h):
-                    none *= max(u - k - i, 0) / (u - i)
-                p_rank[r] = 1.0 - none
+    for r in {c % 13 for c in hand} | {JACK} | ({state.pile[-1] % 13} if state.pile else set()):
+        if live[r]:
+            p_rank[r] = 1.0 - p_none(u, live[r], h)
     value = card_values(tuple(points))
     pile = state.pile
     down = state.pile_face_down
@@ -92,24 +87,21 @@ def card_values(points: tuple) -> list:
 def threat(state, known: dict, pile: list, gain: float) -> float:
     """Expected value the next player takes from ``pile`` (the pile after my move, worth ``gain``) on their
     turn: with a card of the top's rank or a jack, a pişti's points included when the pile is one card."""
-    if not pile or known["last_play"]:
-        if not pile and state.game.jack_on_empty_counts and not known["last_play"]:   # PI-4: a jack takes itself
-            p = known["p_rank"][JACK]
-            return p * (known["value"][JACK] + (0 if known["next_play_last"] else state._pisti_value(JACK, None)))
+    if known["last_play"]:
         return 0.0
     p_rank = known["p_rank"]
+    if not pile:
+        if not state.game.jack_on_empty_counts:
+            return 0.0
+        pisti = 0 if known["next_play_last"] else state._pisti_value(JACK, None)       # PI-4: a jack takes itself
+        return p_rank[JACK] * (known["value"][JACK] + pisti)
     top = pile[-1]
     cands = []
-    for r in {top % 13, JACK}:
+    for r in {top % 13, JACK}:                         # the top's rank or a jack takes it
         if p_rank[r]:
             pisti = 0 if len(pile) > 1 or known["next_play_last"] else state._pisti_value(r, top)
             cands.append((gain + pisti, p_rank[r]))
-    cands.sort(reverse=True)
-    expect, miss = 0.0, 1.0
-    for g, p in cands:                                 # the best of the ways they may hold
-        expect += g * p * miss
-        miss *= 1.0 - p
-    return expect
+    return expected_best(cands)
 
 
 def features(state, known: dict, card: int) -> list:

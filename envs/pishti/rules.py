@@ -396,10 +396,7 @@ class PishtiState(State):
         ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
         obs[ones] = 1.0
         if self.current_player == seat:                 # what each of my legal actions would take and leave
-            rows = appraisal.move_features(self)
-            moves = obs[-NUM_CARDS * MOVE_FEATURES:].reshape(NUM_CARDS, MOVE_FEATURES)   # a view into obs
-            moves[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / appraisal.FEATURE_SCALE,
-                                        -10.0, 10.0)
+            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
         return obs
 
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:

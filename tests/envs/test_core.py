@@ -95,3 +95,18 @@ def test_negative_seeds_do_not_alias_positive_ones_and_non_integers_are_refused(
     for bad in (1.5, "7", True, [1]):
         with pytest.raises(ValueError, match="a seed must be an integer"):
             seeded(bad)
+
+
+def test_odds_of_an_unseen_hand_match_counting_every_hand():
+    import itertools
+    from math import comb
+
+    from kahve.envs.core.odds import expected_best, p_none
+    for unseen, copies, hand in [(10, 3, 4), (8, 2, 1), (6, 4, 3), (5, 0, 2), (4, 3, 3), (3, 1, 5)]:
+        dealt = min(hand, unseen)
+        hands = list(itertools.combinations(range(unseen), dealt))
+        without = sum(1 for h in hands if not any(c < copies for c in h))
+        assert p_none(unseen, copies, hand) == pytest.approx(without / comb(unseen, dealt))
+    # the best available option counts; a worse one only when every better one is missing
+    assert expected_best([(2.0, 0.5), (10.0, 0.25)]) == pytest.approx(10 * 0.25 + 2 * 0.5 * 0.75)
+    assert expected_best([]) == 0.0

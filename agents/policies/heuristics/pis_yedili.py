@@ -38,6 +38,7 @@ other hands or the stock order.
 from __future__ import annotations
 
 from kahve.envs.core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
+from kahve.envs.core.odds import p_none
 from kahve.envs.pis_yedili.rules import (DRAW, FACING_SEVEN, FIRST_ROUND, JACK_IDS, MATCH, ORDINARY, PASS,
                                          PLAY_J, RANK, TAKE_PENALTY, VALUE)
 
@@ -119,10 +120,7 @@ class _View:
             return 1.0
         if h + k > pool:
             return 0.0
-        p = 1.0
-        for i in range(h):
-            p *= (pool - k - i) / (pool - i)
-        return p
+        return p_none(pool, k, h)
 
     def p_next_holds(self, rank: int) -> float:
         return 1.0 - self.p_no_follow(self.unseen_rank[rank])
