@@ -9,9 +9,11 @@ spec                             policy
                                  first; else trail the most-seen rank)
 ``BOT``                          an exported bot file: its path, or a shipped bot's name (``pishti/ppo_2p``),
                                  greedy
-``rollout[:K[,z=Z][:SPEC]]``     flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
+``rollout[:K[,z=Z][,by=P][:SPEC]]`` flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
                                  finished by SPEC (default ``heuristic``) in every seat; ``z=Z``: keep SPEC's
-                                 own move unless the best one beats it by Z standard errors
+                                 own move unless the best one beats it by Z standard errors; ``by=P``
+                                 (heuristic, greedy, random): the rollouts are played by P instead, SPEC's
+                                 move is the one kept
 ``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
                                  rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
@@ -33,12 +35,14 @@ import os
 
 from .base import RandomPolicy
 
-POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][:SPEC]]",
+POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][,by=P][:SPEC]]",
                 "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
-#: options of the count field, per search: name -> (takes a value, default)
-_OPTIONS = {"rollout": {"z": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
+#: options of the count field, per search: name -> whether it takes a value
+_OPTIONS = {"rollout": {"z": True, "by": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
+#: options whose value is a policy named by a word, and the words allowed
+_WORD_OPTIONS = {"by": ("heuristic", "greedy", "random")}
 
 
 def accepted_specs() -> str:
@@ -105,7 +109,12 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
             what = (f"option {key} takes a value ({key}=VALUE)" if key in known and known[key] else
                     f"option {key} takes no value" if key in known else f"unknown option {opt!r}")
             raise ValueError(f"bad policy spec {spec!r}: {what} for {name} (options: {forms}); {accepted_specs()}")
-        if eq:
+        if key in _WORD_OPTIONS:                            # a policy named by a word, e.g. by=heuristic
+            if value.strip() not in _WORD_OPTIONS[key]:
+                raise ValueError(f"bad policy spec {spec!r}: option {key} takes one of "
+                                 f"{', '.join(_WORD_OPTIONS[key])}, not {value!r}; {accepted_specs()}")
+            options[key] = value.strip()
+        elif eq:
             try:
                 options[key] = float(value)
             except ValueError:
@@ -118,6 +127,12 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
             options[key] = True
     base = make_policy(inner, game, seed) if inner else None
     label = None if base is None and not opts else spec
+    if "by" in options:
+        if base is None:
+            raise ValueError(f"bad policy spec {spec!r}: by=... plays the rollouts for a policy whose move it keeps; "
+                             f"name that policy, e.g. rollout:{head or 16},z=1,by={options['by']}:pishti/ppo_2p; "
+                             f"{accepted_specs()}")
+        return _rollout_by(game, spec, head, options, base, seed, label, usage)
     if name == "ismcts":
         from .ismcts import ISMCTS
         n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage)
@@ -129,6 +144,15 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
     from .rollout import RolloutPolicy
     n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
     return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label)
+
+
+def _rollout_by(game, spec, head, options, anchor, seed, label, usage):
+    """``rollout:K,z=Z,by=WORD:SPEC``: the rollouts are played by the policy WORD, and ``z`` keeps SPEC's move
+    unless another beats it (a cheap rollout player, more worlds in the same time, the network's play kept)."""
+    from .rollout import RolloutPolicy
+    n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
+    return RolloutPolicy(game, rollouts=n, seed=seed, policy=make_policy(options["by"], game, seed),
+                         margin=options.get("z", 0.0), name=label, anchor=anchor)
 
 
 def _positive(spec: str, arg: str, default: int, usage: str) -> int:

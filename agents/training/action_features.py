@@ -7,7 +7,7 @@ weight vector ``w`` for all actions (as DouZero scores each legal move from its 
 MLP over the whole observation. The exported :class:`~kahve.agents.policies.network.MLP` keeps ``GAIN * w``
 and the rows' offset, so a bot file still maps an observation to scores with no game code.
 
-Both algorithms use it: :class:`ActionFeaturePPOPolicy` for MaskablePPO (logits) and
+Both algorithms use it: :class:`PPOPolicy` for MaskablePPO (logits) and
 :class:`ActionFeatureQNetwork` for the masked DQN (Q-values).
 """
 
@@ -53,11 +53,25 @@ class FeatureScores(nn.Module):
 
 # ----- MaskablePPO ------------------------------------------------------------------------------------------------
 class _Extractor(MlpExtractor):
-    """SB3's MlpExtractor whose actor latent also carries the observation, for the head to read its rows (its
-    ``forward`` calls ``forward_actor``)."""
+    """SB3's MlpExtractor with two options: the actor reads only the first ``actor_inputs`` numbers of the
+    observation (``network.critic: hands``: the rest is for the critic, :mod:`.critic`), and its latent also
+    carries what it read (``with_rows``: for the action-feature head to read the rows; ``forward`` calls
+    ``forward_actor``)."""
+
+    def __init__(self, feature_dim: int, net_arch, activation_fn, device, actor_inputs: int | None = None,
+                 with_rows: bool = False):
+        super().__init__(feature_dim, net_arch=net_arch, activation_fn=activation_fn, device=device)
+        self.actor_inputs = actor_inputs
+        self.with_rows = with_rows
+        if actor_inputs is not None and actor_inputs != feature_dim:
+            actor = MlpExtractor(actor_inputs, net_arch=dict(pi=net_arch["pi"], vf=[]), activation_fn=activation_fn,
+                                 device=device)
+            self.policy_net = actor.policy_net
 
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        return th.cat([self.policy_net(features), features], dim=1)
+        seen = features if self.actor_inputs is None else features[:, :self.actor_inputs]
+        latent = self.policy_net(seen)
+        return th.cat([latent, seen], dim=1) if self.with_rows else latent
 
 
 class _PolicyHead(nn.Module):
@@ -73,19 +87,25 @@ class _PolicyHead(nn.Module):
         return self.linear(latent[:, :self.hidden]) + self.scores(latent[:, self.hidden:])
 
 
-class ActionFeaturePPOPolicy(MaskableActorCriticPolicy):
-    """MaskablePPO's MlpPolicy with the action-feature head (``action_features=(offset, actions, size)``)."""
+class PPOPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO's MlpPolicy with kahve's two options: the action-feature head (``action_features=(offset,
+    actions, size)``) and an actor that reads only the first ``actor_inputs`` numbers of the observation (the
+    critic reads all: :mod:`.critic`). With neither it is SB3's MlpPolicy."""
 
-    def __init__(self, *args, action_features: tuple, **kwargs):
-        self.action_features = tuple(action_features)
+    def __init__(self, *args, action_features: tuple | None = None, actor_inputs: int | None = None, **kwargs):
+        self.action_features = tuple(action_features) if action_features else None
+        self.actor_inputs = actor_inputs
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = _Extractor(self.features_dim, net_arch=self.net_arch, activation_fn=self.activation_fn,
-                                        device=self.device)
+                                        device=self.device, actor_inputs=self.actor_inputs,
+                                        with_rows=self.action_features is not None)
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
+        if self.action_features is None:
+            return
         hidden = self.mlp_extractor.latent_dim_pi
         self.action_net = _PolicyHead(hidden, FeatureScores(*self.action_features)).to(self.device)
         if self.ortho_init:                                  # as SB3 starts its action net: near-uniform logits
@@ -95,7 +115,8 @@ class ActionFeaturePPOPolicy(MaskableActorCriticPolicy):
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _get_constructor_parameters(self) -> dict:
-        return {**super()._get_constructor_parameters(), "action_features": self.action_features}
+        return {**super()._get_constructor_parameters(), "action_features": self.action_features,
+                "actor_inputs": self.actor_inputs}
 
 
 # ----- the masked DQN ---------------------------------------------------------------------------------------------

@@ -109,6 +109,21 @@ def restore_model(model, ck: Checkpoint, counters: dict) -> None:
         raise ValueError(f"{ck.state_file}: the model's counters are missing or wrong ({err})") from None
 
 
+def start_from(model, ck: Checkpoint) -> None:
+    """Put the network of another run's checkpoint into a new run's model (``init_from``): the policy's weights
+    (PPO's value head with them; DQN's target network too), not the optimizer's state or the counters, so the
+    new run counts its own steps."""
+    data = load_tensors(ck.weights, device=model.device)
+    params = data.get("parameters")
+    if not isinstance(params, dict) or "policy" not in params:
+        raise ValueError(f"{ck.weights}: expected the parameters of a policy")
+    try:
+        model.set_parameters({"policy": params["policy"]}, exact_match=False, device=model.device)
+    except (RuntimeError, ValueError, KeyError, TypeError) as err:
+        first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{ck.weights}: the weights do not fit this config's network ({first})") from None
+
+
 # ----- the DQN replay buffer ----------------------------------------------------------------------------------------
 def save_replay_buffer(buffer, path) -> None:
     rows = buffer.buffer_size if buffer.full else buffer.pos

@@ -59,12 +59,19 @@ SCHEMA: dict = {
     "torch_threads": Field(int, 1, 1, 256, doc="torch threads in the learner process (1 is stable on small CPUs)"),
     "output": Field(str, "runs/{game}_{algorithm}_{seed}", doc="run folder; {game} {algorithm} {seed} expand"),
     "checkpoint_every": Field(int, 50_000, 1, 10**10, doc="steps between checkpoints"),
+    "init_from": Field(str, "", doc="a run folder whose latest network (policy and value, not the optimizer) this "
+                                    "new run starts from, e.g. to fine-tune a bot against another pool; same game, "
+                                    "algorithm and network, no pretrain; '': a fresh network"),
     "network": {
         "hidden": Field(list, [256, 256], doc="hidden layer sizes"),
         "activation": Field(str, "tanh", choices=("tanh", "relu")),
         "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
                                                  "action (Pâsur, Pişti), score every action from its row with shared "
                                                  "weights beside the MLP (docs/design.md); sb3 backend only"),
+        "critic": Field(str, "observation", choices=("observation", "hands", "hands_stock"),
+                        doc="what PPO's value network reads: the seat's observation; that and the other seats' "
+                            "hands; and also the next 12 stock cards (training only: the actor, and so the "
+                            "exported bot, reads the observation alone; Pâsur, Pişti, Pis Yedili; docs/design.md)"),
     },
     "ppo": {
         "learning_rate": Field(float, 3e-4, 1e-7, 1.0),
@@ -288,6 +295,16 @@ def _check_semantics(cfg: dict) -> None:
             make_policy(cfg["pretrain"]["search"].replace("{student}", "heuristic"), game, 0)
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"config key 'pretrain.search': {err}") from None
+    if cfg["network"]["critic"] != "observation":
+        from .critic import GAMES
+        where = "config key 'network.critic'"
+        if cfg["algorithm"] != "ppo" or cfg["backend"] != "sb3":
+            raise ValueError(f"{where}: a critic that sees the hands trains with algorithm ppo and backend sb3 only")
+        if cfg["game"] not in GAMES:
+            raise ValueError(f"{where}: {cfg['game']} keeps no hands of cards for the critic to see; "
+                             f"'hands' trains {', '.join(GAMES)}")
+    if cfg["init_from"]:
+        _check_init_from(cfg)
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
@@ -303,6 +320,40 @@ def _check_semantics(cfg: dict) -> None:
         raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
                          f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
     _check_memory(cfg, game)
+
+
+#: what a run started from another run's network must share with it
+INIT_SHARED = ("game", "algorithm", "network.hidden", "network.activation", "network.action_features",
+               "network.critic")
+
+
+def _check_init_from(cfg: dict) -> None:
+    """``init_from`` names a run folder with a checkpoint, of the same game, algorithm and network."""
+    from .run_dir import RunDir
+    where = "config key 'init_from'"
+    if cfg["pretrain"]["steps"]:
+        raise ValueError(f"{where}: the network starts from that run's, so pretrain.steps must be 0 (it is "
+                         f"{cfg['pretrain']['steps']})")
+    if cfg["backend"] != "sb3":
+        raise ValueError(f"{where}: starts sb3 runs only (backend {cfg['backend']!r})")
+    source = RunDir(os.path.expanduser(cfg["init_from"]))
+    if not source.config.is_file() or not source.latest.weights.is_file():
+        raise ValueError(f"{where}: {source} is not a run folder with a checkpoint (config.yaml and "
+                         "checkpoints/latest/model.pt)")
+    try:
+        other = saved_config(yaml.safe_load(source.config.read_text()), str(source.config))
+    except (ValueError, yaml.YAMLError) as err:
+        raise ValueError(f"{where}: {str(err).splitlines()[0]}") from None
+    for key in INIT_SHARED:
+        if _get(other, key) != _get(cfg, key):
+            raise ValueError(f"{where}: {source} has {key} {_get(other, key)!r}, this config {_get(cfg, key)!r}")
+    game_cls = envs.game_class(cfg["game"])
+    mine, theirs = game_cls(**cfg["settings"]), game_cls(**other["settings"])
+    changed = [k for k in mine.space_settings if mine.settings.as_dict()[k] != theirs.settings.as_dict()[k]]
+    if changed:
+        raise ValueError(f"{where}: {source} was trained with " + ", ".join(
+            f"{k}={theirs.settings.as_dict()[k]!r}" for k in changed) + ", which changes the observations or "
+            "actions of this config's settings")
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -490,7 +541,7 @@ def load(path, overrides: list[str] | None = None) -> dict:
 #: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives; and the
 #: opponent pool, which the checkpoint holds with its snapshots (a changed pool would be silently ignored)
 FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation",
-                   "network.action_features", "opponents.pool", "output")
+                   "network.action_features", "network.critic", "opponents.pool", "output")
 #: and for DQN, the replay buffer's layout (and the dueling head's parameters)
 FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 

@@ -26,18 +26,32 @@ import numpy as np
 
 from kahve import envs
 
+from .critic import CRITICS, critic_view, extra_size
 from .opponents import OpponentPool, batch_group
 from ..policies.base import decide
+
+
+def learner_observation_size(game, critic: str = "observation") -> int:
+    """The length of the learner's observations: the game's, plus the other hands for ``critic='hands'``."""
+    if critic not in CRITICS:
+        raise ValueError(f"critic {critic!r}: one of {', '.join(CRITICS)}")
+    return game.observation_size + (extra_size(game, critic) if critic != "observation" else 0)
 
 
 class LearnerEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, game: str, settings: dict | None = None, pool: OpponentPool | None = None,
-                 seed: int | None = None, render_mode: str | None = None):
+                 seed: int | None = None, render_mode: str | None = None, critic: str = "observation"):
+        """``critic='hands'`` (``'hands_stock'``): each observation is followed by the other seats' hands (and the
+        next stock cards), for a critic that sees them in training (:mod:`.critic`; the actor reads the seat's
+        observation alone)."""
         self.game = envs.game_class(game)(**(settings or {}))
         g = self.game
-        self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), np.float32)
+        self.critic = critic
+        self._with_hands = critic != "observation"
+        size = learner_observation_size(g, critic)
+        self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32)
         self.action_space = gym.spaces.Discrete(g.num_actions)
         self.pool = pool or OpponentPool([("random", 1.0)])
         self.render_mode = render_mode
@@ -149,7 +163,7 @@ class LearnerEnv(gym.Env):
             # Pishe Pasha deal without a GIVE or PENDING for it) teaches nothing and cannot be stepped: next one
             if self.state.current_player is not None or deck is not None:
                 break
-        obs = self.state.observation(self._my_seat)
+        obs = self._observe()
         self._mask = self._legal_mask()
         return obs, {}
 
@@ -163,7 +177,7 @@ class LearnerEnv(gym.Env):
         if not st.is_terminal and not st.out[seat]:
             reward += yield from self._advance()
         terminated, truncated = self._done()
-        obs = st.observation(self._my_seat)
+        obs = self._observe()
         self._mask = self._legal_mask()
         info = {}
         if terminated or truncated:
@@ -172,6 +186,12 @@ class LearnerEnv(gym.Env):
             info["won"] = bool(st.winners) and self.learner_side in {self.game.sides[w] for w in st.winners}
             info["opponent_entries"] = sorted({k for k in self._entries if k is not None})   # for the league
         return obs, float(reward), terminated, truncated, info
+
+    def _observe(self) -> np.ndarray:
+        """The learner's observation (then, for the critic, what :func:`critic_view` adds)."""
+        seat = self._my_seat
+        obs = self.state.observation(seat)
+        return np.concatenate([obs, critic_view(self.state, seat, self.critic)]) if self._with_hands else obs
 
     def action_masks(self) -> np.ndarray:
         """The mask of the observation last returned (computed once per step: SB3 asks again)."""

@@ -13,6 +13,7 @@ Episodes in progress when the checkpoint was taken are restarted. Ctrl-C writes 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ from ..evaluation.evaluate import evaluate
 from ..policies.bot import export_onnx
 from ..policies.network import MLP
 from ..threads import limit_threads
-from .checkpoint import restore_learner, restore_model, save_learner
+from .checkpoint import restore_learner, restore_model, save_learner, start_from
 from .league import League
 from .learner_env import LearnerEnv
 from .opponents import OpponentPool
@@ -31,13 +32,13 @@ from .pretrain import Cloning
 from .run_dir import Checkpoint, RunDir, load_npz, save_npz
 
 
-def _make_env(game, settings, pool, seed, own_process: bool = False):
+def _make_env(game, settings, pool, seed, own_process: bool = False, critic: str = "observation"):
     def make():
         if own_process:
             # an env process of SubprocVecEnv: Ctrl-C is the learner's to handle (it checkpoints, then ends
             # this process); dying on it would leave the learner's pipes with half a message
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return LearnerEnv(game, settings, pool, seed=seed)
+        return LearnerEnv(game, settings, pool, seed=seed, critic=critic)
     return make
 
 
@@ -55,13 +56,15 @@ def build_vec_env(cfg: dict, pool: OpponentPool):
     layout, n = cfg["vec_env"], cfg["n_envs"]
     seeds = [cfg["seed"] * 1000 + i for i in range(n)]
     scale = ppo_reward_scale(cfg)
+    critic = cfg["network"]["critic"]
     if layout == "batched":
-        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds), scale)
+        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds, critic), scale)
     if layout == "shared":
         workers = cfg.get("env_workers") or default_workers()
-        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers), scale)
+        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers,
+                                                      critic=critic), scale)
     subprocesses = layout == "subproc" and n > 1
-    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses) for s in seeds]
+    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses, critic) for s in seeds]
     if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:
@@ -88,8 +91,10 @@ def build_model(cfg: dict, vec, run_dir):
     if cfg["algorithm"] == "ppo":
         from sb3_contrib import MaskablePPO
         policy = "MlpPolicy"
+        if cfg["network"]["critic"] != "observation":   # the critic also sees the other hands (.critic)
+            features["actor_inputs"] = game.observation_size
         if features:
-            from .action_features import ActionFeaturePPOPolicy as policy
+            from .action_features import PPOPolicy as policy
         ppo = {k: v for k, v in cfg["ppo"].items() if k != "reward_scale"}
         model = MaskablePPO(policy, vec, policy_kwargs=dict(net_arch=dict(pi=hidden, vf=hidden),
                                                              activation_fn=activation, **features),
@@ -218,6 +223,9 @@ class Trainer:
         self.subprocesses = hasattr(self.vec.venv, "processes")      # SubprocVecEnv, SharedMemoryVecEnv
         try:
             self.model = build_model(cfg, self.vec, run.root)
+            if checkpoint is None and cfg["init_from"]:
+                start_from(self.model, RunDir(os.path.expanduser(cfg["init_from"])).latest)
+                log(f"the network starts from {cfg['init_from']}'s latest checkpoint")
             if checkpoint is not None:
                 restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
                 if self.cloning is None and getattr(self.model, "demo_weight", 0) > 0 \

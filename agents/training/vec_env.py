@@ -38,15 +38,16 @@ from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
-from .learner_env import LearnerEnv
+from .learner_env import LearnerEnv, learner_observation_size
 from .opponents import OpponentPool
 
 
-def _spaces(game: str, settings: dict):
+def _spaces(game: str, settings: dict, critic: str = "observation"):
+    """(observation space, action space, game, observation size) of the learner's view (:class:`LearnerEnv`)."""
     from kahve import envs
     g = envs.game_class(game)(**(settings or {}))
-    return (gym.spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), np.float32),
-            gym.spaces.Discrete(g.num_actions), g)
+    size = learner_observation_size(g, critic)
+    return gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32), gym.spaces.Discrete(g.num_actions), g, size
 
 
 class _KahveVecEnv(VecEnv):
@@ -93,11 +94,11 @@ class _KahveVecEnv(VecEnv):
 class BatchedVecEnv(_KahveVecEnv):
     """N games in the learner's process (``vec_env: batched``); see the module's doc."""
 
-    def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int]):
-        observation_space, action_space, g = _spaces(game, settings)
+    def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int], critic: str = "observation"):
+        observation_space, action_space, g, size = _spaces(game, settings, critic)
         super().__init__(len(seeds), observation_space, action_space)
-        self.envs = [LearnerEnv(game, settings, pool, seed=s) for s in seeds]
-        self.a = allocate(len(seeds), g.observation_size, g.num_actions)
+        self.envs = [LearnerEnv(game, settings, pool, seed=s, critic=critic) for s in seeds]
+        self.a = allocate(len(seeds), size, g.num_actions)
         self.batch = GameBatch(self.envs, self.a)
 
     def reset(self):
@@ -130,9 +131,9 @@ class SharedMemoryVecEnv(_KahveVecEnv):
     doc. ``processes`` and ``closed`` are what the trainer needs to end the workers after Ctrl-C."""
 
     def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int], workers: int,
-                 start_method: str = "forkserver"):
+                 start_method: str = "forkserver", critic: str = "observation"):
         import multiprocessing as mp
-        observation_space, action_space, g = _spaces(game, settings)
+        observation_space, action_space, g, size = _spaces(game, settings, critic)
         n = len(seeds)
         super().__init__(n, observation_space, action_space)
         ctx = mp.get_context(start_method)
@@ -141,7 +142,7 @@ class SharedMemoryVecEnv(_KahveVecEnv):
         def alloc(name, nbytes):
             buffers[name] = ctx.RawArray("b", nbytes)
             return buffers[name]
-        self.a = allocate(n, g.observation_size, g.num_actions, alloc)
+        self.a = allocate(n, size, g.num_actions, alloc)
         shapes = {name: arr.shape for name, arr in self.a.items()}
         self.spans = split(n, workers)
         self.processes, self.conns = [], []
@@ -151,7 +152,7 @@ class SharedMemoryVecEnv(_KahveVecEnv):
                 parent, child = ctx.Pipe()
                 process = ctx.Process(target=_worker, daemon=True, name=f"kahve-env-{span.start}",
                                       args=(child, game, settings, pool, [seeds[i] for i in span], span, buffers,
-                                            shapes))
+                                            shapes, critic))
                 process.start()
                 child.close()
                 self.processes.append(process)

@@ -517,3 +517,56 @@ def test_resume_continues_the_envs_random_streams(dqn_run):
         twin.set_rng_state(state)
         twin.reset()
         assert after[i] == twin.get_rng_state()
+
+
+# ----- a new run that starts from another run's network (init_from) ---------------------------------------------
+def _weights(run: Path) -> dict:
+    with np.load(run / "policy.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_a_new_run_starts_from_another_runs_network(finished_runs, tmp_path):
+    from kahve.agents.training.trainer import train
+    source = finished_runs["ppo"]
+    still = ["seed=1", "ppo.learning_rate=1e-7", "total_timesteps=128", "opponents.pool=[{policy: heuristic}]"]
+    runs = {}
+    for name, extra in [("started", [f"init_from={source}"]), ("fresh", [])]:
+        cfg = config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*TINY, *still, *extra,
+                                                                         f"output={tmp_path / name}"])
+        train(cfg, progress=False, log=lambda *a: None)
+        runs[name] = _weights(tmp_path / name)
+    before = _weights(source)
+    assert set(runs["started"]) == set(before)
+    big = [k for k, v in before.items() if v.ndim == 2]
+    assert big and all(np.allclose(runs["started"][k], before[k], atol=1e-4) for k in big)
+    assert not all(np.allclose(runs["fresh"][k], before[k], atol=1e-2) for k in big)   # else the test shows nothing
+    summary = json.loads((tmp_path / "started" / "summary.json").read_text())
+    assert summary["steps"] == summary["steps_this_session"] >= 128          # the new run counts its own steps
+
+
+@pytest.mark.parametrize("config,overrides,match", [
+    ("pishti/ppo.yaml", ["pretrain.steps=100"], "pretrain.steps must be 0"),
+    ("pishti/ppo.yaml", ["network.hidden=[32]"], "network.hidden"),
+    ("pishti/dqn.yaml", [], "algorithm 'ppo'"),
+    ("pishti/ppo.yaml", ["settings.players=4"], "players=2"),
+    ("pasur/ppo.yaml", [], "game 'pishti'"),
+])
+def test_init_from_refuses_another_kind_of_run(finished_runs, config, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        config_mod.load(ROOT / "configs" / config, [*TINY, *overrides, f"init_from={finished_runs['ppo']}"])
+
+
+def test_init_from_refuses_a_folder_without_a_run(tmp_path):
+    with pytest.raises(ValueError, match="not a run folder with a checkpoint"):
+        config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*TINY, f"init_from={tmp_path}"])
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.parametrize("kind", ["torch", "raw"])
+def test_init_from_never_runs_code_from_the_other_run(ppo_run, tmp_path, capsys, kind):
+    marker = tmp_path / "MARKER"
+    plant(ppo_run / "checkpoints" / "latest" / "model.pt", kind, marker)
+    rc, out, err = _cli(capsys, "train", str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress",
+                        "--override", *TINY, f"init_from={ppo_run}", f"output={tmp_path / 'new'}")
+    assert not marker.exists()
+    assert rc == 2 and "model.pt" in err and "Traceback" not in err, err

@@ -81,12 +81,15 @@ def test_a_bot_path_with_colons_is_split_on_the_first_two_only(tmp_path):
     ("ismcts:x:heuristic", "positive iteration count"),
     ("rollout:4:rando", "unknown policy spec 'rando'"),
     ("heuristic:hard", "a level takes a bot file"),
+    ("rollout:8,by=heuristic", "name that policy"),
+    ("rollout:8,by=search:heuristic", "option by takes one of heuristic, greedy, random"),
+    ("rollout:8,by:heuristic", "option by takes a value"),
     ("random:easy", "a level takes a bot file"),
 ])
 def test_bad_search_and_level_specs_name_the_accepted_forms(spec, match):
     with pytest.raises(ValueError, match=match) as err:
         make_policy(spec, pishti())
-    assert "rollout[:K[,z=Z][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
+    assert "rollout[:K[,z=Z][,by=P][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
 
 
 def test_a_missing_inner_bot_is_a_missing_file():
@@ -153,6 +156,27 @@ def test_a_huge_margin_keeps_the_base_policys_move_and_zero_is_the_plain_argmax(
             checked += 1
         st.apply(base.choose(st, legal))
     assert checked >= 5
+
+
+def test_rollouts_by_another_policy_keep_the_named_policys_move():
+    # by=P: P plays the rollouts, and the margin keeps the named policy's move (the anchor), not P's
+    g = pishti()
+    keep = make_policy(f"rollout:4,z=1000,by=heuristic:{BOT}", g, 2)
+    assert isinstance(keep.base, type(heuristic_for(g, 0))) and keep.anchor is not None
+    plain = make_policy(f"rollout:4,z=0,by=heuristic:{BOT}", g, 2)
+    same = make_policy("rollout:4", g, 2)          # by=heuristic with no margin: the plain search over the heuristic
+    network, heuristic = make_policy(BOT, g, 0), heuristic_for(g, 0)
+    st = g.new_state(4)
+    differs = checked = 0
+    while st.current_player is not None:
+        legal = st.legal_actions()
+        if len(legal) > 1:
+            assert keep.act(None, None, st) == decide(network, st)
+            assert plain.act(None, None, st) == same.act(None, None, st)
+            differs += decide(network, st) != heuristic.choose(st, legal)
+            checked += 1
+        st.apply(heuristic.choose(st, legal))
+    assert checked >= 10 and differs > 0          # the network and the heuristic disagreed: the anchor mattered
 
 
 def test_deal_values_flip_penalties():
