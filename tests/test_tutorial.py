@@ -21,7 +21,7 @@ def commands() -> list[str]:
 def test_tutorial_has_the_whole_path():
     cmds = commands()
     verbs = [shlex.split(c)[1] for c in cmds]
-    assert verbs == ["demo", "evaluate", "train", "train", "export", "evaluate", "play", "replay"]
+    assert verbs == ["demo", "evaluate", "train", "train", "train", "export", "evaluate", "play", "replay"]
 
 
 def test_every_tutorial_command_runs(tmp_path):

@@ -550,7 +550,7 @@ def for_resume(saved: dict, overrides: list[str], source: str = "config.yaml") -
     """The config of a resumed run: the run's saved config with ``overrides``; changing a key the checkpoint
     depends on (:data:`FIXED_ON_RESUME`) is an error naming the key."""
     try:
-        before = resolve(saved)
+        before = resolve({**saved, "init_from": ""})    # (init_from: see the end)
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from None
     raw = apply_overrides(saved, overrides)
@@ -563,7 +563,11 @@ def for_resume(saved: dict, overrides: list[str], source: str = "config.yaml") -
         if old != new:
             raise ValueError(f"config key {key!r} cannot change when resuming (the run has {old!r}, the override "
                              f"gives {new!r}); start a new run for that (kahve train CONFIG --override ...)")
-    return resolve(raw)
+    # init_from says where the network started: the checkpoint holds it now, so a resume never reads that run
+    # (which may have moved or gone since)
+    cfg = resolve({**raw, "init_from": ""})
+    cfg["init_from"] = raw.get("init_from", "")
+    return cfg
 
 
 def saved_config(raw: dict, source: str = "config.yaml") -> dict:

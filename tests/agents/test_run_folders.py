@@ -570,3 +570,16 @@ def test_init_from_never_runs_code_from_the_other_run(ppo_run, tmp_path, capsys,
                         "--override", *TINY, f"init_from={ppo_run}", f"output={tmp_path / 'new'}")
     assert not marker.exists()
     assert rc == 2 and "model.pt" in err and "Traceback" not in err, err
+
+
+def test_a_run_started_from_another_resumes_without_it(finished_runs, tmp_path, capsys):
+    # the checkpoint holds the network now: the run it started from may be gone
+    source = Path(shutil.copytree(finished_runs["ppo"], tmp_path / "source"))
+    out = tmp_path / "started"
+    rc, _, err = _cli(capsys, "train", str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override",
+                      *TINY, f"init_from={source}", f"output={out}")
+    assert rc == 0, err
+    shutil.rmtree(source)
+    rc, _, err = _cli(capsys, "train", "--resume", str(out), *MORE)
+    assert rc == 0, err
+    assert _state(out)["steps"] >= 384

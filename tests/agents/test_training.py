@@ -75,6 +75,8 @@ def test_shipped_configs_are_valid(path):
     assert cfg["game"] == path.parent.name
     if path.stem == "strong":             # the long path to a shipped bot: expert iteration, then league PPO
         assert cfg["pretrain"]["generations"] > 0 and cfg["opponents"]["league"]["weighting"] == "pfsp"
+    elif path.stem == "finetune":         # goes on from a trained run (init_from, named on the command line)
+        assert cfg["algorithm"] == "ppo" and not cfg["pretrain"]["steps"] and "init_from=" in path.read_text()
     else:
         assert path.stem in (cfg["algorithm"], cfg["backend"])   # rllib.yaml: backend
 
