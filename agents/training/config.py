@@ -19,6 +19,8 @@ import yaml
 
 from kahve import envs
 
+from .critic import CRITICS
+
 
 @dataclass(frozen=True)
 class Field:
@@ -68,7 +70,7 @@ SCHEMA: dict = {
         "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
                                                  "action (Pâsur, Pişti), score every action from its row with shared "
                                                  "weights beside the MLP (docs/design.md); sb3 backend only"),
-        "critic": Field(str, "observation", choices=("observation", "hands", "hands_stock"),
+        "critic": Field(str, "observation", choices=CRITICS,
                         doc="what PPO's value network reads: the seat's observation; that and the other seats' "
                             "hands; and also the next 12 stock cards (training only: the actor, and so the "
                             "exported bot, reads the observation alone; Pâsur, Pişti, Pis Yedili; docs/design.md)"),
