@@ -195,7 +195,7 @@ def check_fits(meta: dict, game, path: str = "bot") -> None:
         raise BotFileError(f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} "
                            f"actions; these settings give {game.observation_size} and {game.num_actions}")
     trained = meta.get("settings", {})
-    shaping = [k for k in game.space_settings if k in trained and trained[k] != game.settings[k]]
+    shaping = game.space_changes(trained)
     if shaping:
         raise BotFileError(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in shaping)
                            + "; these settings change what observations and actions mean (here "

@@ -127,12 +127,6 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
             options[key] = True
     base = make_policy(inner, game, seed) if inner else None
     label = None if base is None and not opts else spec
-    if "by" in options:
-        if base is None:
-            raise ValueError(f"bad policy spec {spec!r}: by=... plays the rollouts for a policy whose move it keeps; "
-                             f"name that policy, e.g. rollout:{head or 16},z=1,by={options['by']}:pishti/ppo_2p; "
-                             f"{accepted_specs()}")
-        return _rollout_by(game, spec, head, options, base, seed, label, usage)
     if name == "ismcts":
         from .ismcts import ISMCTS
         n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage)
@@ -143,16 +137,15 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
                       prior=bool(options.get("prior")), bias=options.get("bias", ISMCTS.DEFAULT_BIAS), name=label)
     from .rollout import RolloutPolicy
     n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
-    return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label)
-
-
-def _rollout_by(game, spec, head, options, anchor, seed, label, usage):
-    """``rollout:K,z=Z,by=WORD:SPEC``: the rollouts are played by the policy WORD, and ``z`` keeps SPEC's move
-    unless another beats it (a cheap rollout player, more worlds in the same time, the network's play kept)."""
-    from .rollout import RolloutPolicy
-    n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
-    return RolloutPolicy(game, rollouts=n, seed=seed, policy=make_policy(options["by"], game, seed),
-                         margin=options.get("z", 0.0), name=label, anchor=anchor)
+    anchor = None
+    if "by" in options:             # by=P plays the rollouts; SPEC is the policy whose move the margin keeps
+        if base is None:
+            raise ValueError(f"bad policy spec {spec!r}: by=... plays the rollouts for a policy whose move it keeps; "
+                             f"name that policy, e.g. rollout:{n},z=1,by={options['by']}:pishti/ppo_2p; "
+                             f"{accepted_specs()}")
+        anchor, base = base, make_policy(options["by"], game, seed)
+    return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label,
+                         anchor=anchor)
 
 
 def _positive(spec: str, arg: str, default: int, usage: str) -> int:

@@ -87,11 +87,7 @@ def restore_model(model, ck: Checkpoint, counters: dict) -> None:
     expected = set(model._get_torch_save_params()[0])
     if not isinstance(params, dict) or set(params) != expected:
         raise ValueError(f"{ck.weights}: expected the parameters of {', '.join(sorted(expected))}")
-    try:
-        model.set_parameters(params, exact_match=True, device=model.device)
-    except (RuntimeError, ValueError, KeyError, TypeError) as err:
-        first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{ck.weights}: the weights do not fit the network of config.yaml ({first})") from None
+    _set_parameters(model, params, True, f"{ck.weights}: the weights do not fit the network of config.yaml")
     if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8:
         torch.set_rng_state(rng.cpu())
     from collections import deque
@@ -117,11 +113,17 @@ def start_from(model, ck: Checkpoint) -> None:
     params = data.get("parameters")
     if not isinstance(params, dict) or "policy" not in params:
         raise ValueError(f"{ck.weights}: expected the parameters of a policy")
+    _set_parameters(model, {"policy": params["policy"]}, False,
+                    f"{ck.weights}: the weights do not fit this config's network")
+
+
+def _set_parameters(model, params: dict, exact: bool, refusal: str) -> None:
+    """``model.set_parameters``; weights of another shape are ``ValueError(refusal (torch's first line))``."""
     try:
-        model.set_parameters({"policy": params["policy"]}, exact_match=False, device=model.device)
+        model.set_parameters(params, exact_match=exact, device=model.device)
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
         first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{ck.weights}: the weights do not fit this config's network ({first})") from None
+        raise ValueError(f"{refusal} ({first})") from None
 
 
 # ----- the DQN replay buffer ----------------------------------------------------------------------------------------

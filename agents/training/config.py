@@ -19,7 +19,7 @@ import yaml
 
 from kahve import envs
 
-from .critic import CRITICS
+from .critic import CRITICS, learner_observation_size
 
 
 @dataclass(frozen=True)
@@ -298,13 +298,13 @@ def _check_semantics(cfg: dict) -> None:
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"config key 'pretrain.search': {err}") from None
     if cfg["network"]["critic"] != "observation":
-        from .critic import GAMES
         where = "config key 'network.critic'"
         if cfg["algorithm"] != "ppo" or cfg["backend"] != "sb3":
             raise ValueError(f"{where}: a critic that sees the hands trains with algorithm ppo and backend sb3 only")
-        if cfg["game"] not in GAMES:
-            raise ValueError(f"{where}: {cfg['game']} keeps no hands of cards for the critic to see; "
-                             f"'hands' trains {', '.join(GAMES)}")
+        try:
+            learner_observation_size(game, cfg["network"]["critic"])
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
     if cfg["init_from"]:
         _check_init_from(cfg)
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
@@ -350,12 +350,11 @@ def _check_init_from(cfg: dict) -> None:
         if _get(other, key) != _get(cfg, key):
             raise ValueError(f"{where}: {source} has {key} {_get(other, key)!r}, this config {_get(cfg, key)!r}")
     game_cls = envs.game_class(cfg["game"])
-    mine, theirs = game_cls(**cfg["settings"]), game_cls(**other["settings"])
-    changed = [k for k in mine.space_settings if mine.settings.as_dict()[k] != theirs.settings.as_dict()[k]]
+    theirs = game_cls(**other["settings"]).settings.as_dict()
+    changed = game_cls(**cfg["settings"]).space_changes(theirs)
     if changed:
-        raise ValueError(f"{where}: {source} was trained with " + ", ".join(
-            f"{k}={theirs.settings.as_dict()[k]!r}" for k in changed) + ", which changes the observations or "
-            "actions of this config's settings")
+        raise ValueError(f"{where}: {source} was trained with " + ", ".join(f"{k}={theirs[k]!r}" for k in changed)
+                         + ", which changes the observations or actions of this config's settings")
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -381,7 +380,7 @@ def _check_device(device: str) -> None:
 def _check_evaluation_spaces(cfg: dict, game, eval_game) -> None:
     """Evaluation may change how a match is played and scored, not what the agent sees or can do."""
     trained, evaluated = game.settings.as_dict(), eval_game.settings.as_dict()
-    changed = [k for k in game.space_settings if trained[k] != evaluated[k]]
+    changed = game.space_changes(evaluated)
     if changed or (game.observation_size, game.num_actions) != (eval_game.observation_size, eval_game.num_actions):
         what = ", ".join(f"{k}={evaluated.get(k)!r}" for k in changed) or "these settings"
         raise ValueError(f"config key 'evaluation.settings': {what} changes the observations or actions the agent "

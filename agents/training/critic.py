@@ -30,12 +30,17 @@ GAMES = ("pasur", "pishti", "pis_yedili")
 STOCK_SHOWN = 12
 
 
-def extra_size(game, critic: str = "hands") -> int:
-    """How many numbers :func:`critic_view` adds for ``game`` (a :class:`~kahve.envs.core.Game`)."""
+def learner_observation_size(game, critic: str = "observation") -> int:
+    """The length of the learner's observations of ``game`` (a :class:`~kahve.envs.core.Game`): the seat's
+    observation, then what :func:`critic_view` adds for ``critic``."""
+    if critic not in CRITICS:
+        raise ValueError(f"critic {critic!r}: one of {', '.join(CRITICS)}")
+    if critic == "observation":
+        return game.observation_size
     if game.name not in GAMES:
         raise ValueError(f"{game.name} keeps no hands of cards for the critic to see; network.critic {critic!r} "
                          f"trains {', '.join(GAMES)}")
-    return (game.num_players - 1 + (STOCK_SHOWN if critic == "hands_stock" else 0)) * NUM_CARDS
+    return game.observation_size + (game.num_players - 1 + (STOCK_SHOWN if critic == "hands_stock" else 0)) * NUM_CARDS
 
 
 def critic_view(state, seat: int, critic: str = "hands") -> np.ndarray:
@@ -48,8 +53,8 @@ def critic_view(state, seat: int, critic: str = "hands") -> np.ndarray:
     for k in range(1, n):
         hand = state.hands[(seat + k) % n]
         if hand:
-            np.add.at(view[k - 1], hand, 0.5)
+            view[k - 1] = np.bincount(hand, minlength=NUM_CARDS) * 0.5
     if critic == "hands_stock":
-        top = state.stock[::-1][:STOCK_SHOWN]
+        top = state.stock[:-STOCK_SHOWN - 1:-1]          # the top card is the list's last
         view[np.arange(n - 1, n - 1 + len(top)), top] = 1.0
     return view.reshape(-1)

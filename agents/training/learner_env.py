@@ -26,16 +26,9 @@ import numpy as np
 
 from kahve import envs
 
-from .critic import CRITICS, critic_view, extra_size
+from .critic import critic_view, learner_observation_size
 from .opponents import OpponentPool, batch_group
 from ..policies.base import decide
-
-
-def learner_observation_size(game, critic: str = "observation") -> int:
-    """The length of the learner's observations: the game's, plus the other hands for ``critic='hands'``."""
-    if critic not in CRITICS:
-        raise ValueError(f"critic {critic!r}: one of {', '.join(CRITICS)}")
-    return game.observation_size + (extra_size(game, critic) if critic != "observation" else 0)
 
 
 class LearnerEnv(gym.Env):
@@ -49,7 +42,6 @@ class LearnerEnv(gym.Env):
         self.game = envs.game_class(game)(**(settings or {}))
         g = self.game
         self.critic = critic
-        self._with_hands = critic != "observation"
         size = learner_observation_size(g, critic)
         self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32)
         self.action_space = gym.spaces.Discrete(g.num_actions)
@@ -191,7 +183,9 @@ class LearnerEnv(gym.Env):
         """The learner's observation (then, for the critic, what :func:`critic_view` adds)."""
         seat = self._my_seat
         obs = self.state.observation(seat)
-        return np.concatenate([obs, critic_view(self.state, seat, self.critic)]) if self._with_hands else obs
+        if self.critic == "observation":
+            return obs
+        return np.concatenate([obs, critic_view(self.state, seat, self.critic)])
 
     def action_masks(self) -> np.ndarray:
         """The mask of the observation last returned (computed once per step: SB3 asks again)."""

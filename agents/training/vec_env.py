@@ -38,7 +38,8 @@ from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
-from .learner_env import LearnerEnv, learner_observation_size
+from .critic import learner_observation_size
+from .learner_env import LearnerEnv
 from .opponents import OpponentPool
 
 

@@ -129,6 +129,11 @@ class Game:
             raise ValueError(f"setting 'first_dealer': {fd!r} is not allowed; allowed: a seat number below "
                              f"{self.num_players} (the number of players), or 'random'")
 
+    def space_changes(self, settings: dict) -> list[str]:
+        """The names of :attr:`space_settings` on which ``settings`` (a mapping, e.g. a bot's or another run's)
+        differs from this game's; a name ``settings`` lacks counts as the same."""
+        return [k for k in self.space_settings if k in settings and settings[k] != self.settings[k]]
+
     def _configure(self) -> None:
         """Check settings that depend on each other; set ``num_players``, ``sides``, ``num_actions``,
         ``observation_size``."""
