@@ -7,7 +7,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
 python3 -m pip wheel -q --no-deps -w "$work/dist" "$repo"
-python3 -m venv "$work/venv"
+"$repo/tools/make_venv.sh" "$work/venv"
 . "$work/venv/bin/activate"
 python -m pip install -q --upgrade pip
 python -m pip install -q torch==2.13.0        # the CPU wheel on the machine; any other version downloads gigabytes
