@@ -60,3 +60,18 @@ def check_hidden_information(state, rng: random.Random, tries: int = 3) -> bool:
                 changed = True
     assert state.to_dict() == base, "determinize changed the original state"
     return changed
+
+
+def popen_train(args, cwd):
+    """``kahve train ARGS`` in a child process of its own session (so a test can Ctrl-C its whole process
+    group), unbuffered, with SIGINT handled even when this test run was started in the background of a
+    non-interactive shell, which starts its jobs with SIGINT ignored and would pass that on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "kahve.scripts.cli", "train", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -21,6 +21,7 @@ import pytest
 
 from kahve.agents.training import config as config_mod
 from kahve.scripts.cli import main as kahve
+from tests.helpers import popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["total_timesteps=256", "n_envs=2", "vec_env=dummy", "ppo.n_steps=64", "ppo.batch_size=64",
@@ -261,12 +262,6 @@ def test_resume_recovers_a_checkpoint_left_between_two_renames(ppo_run, capsys):
 
 
 # ----- one run per folder ------------------------------------------------------------------------------------
-def _popen_train(args, cwd):
-    return subprocess.Popen([sys.executable, "-m", "kahve.scripts.cli", "train", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-
 def _wait_for(path: Path, proc, seconds=120):
     deadline = time.time() + seconds
     while not path.exists() and time.time() < deadline and proc.poll() is None:
@@ -296,7 +291,7 @@ def test_a_locked_run_folder_is_refused(ppo_run, tmp_path, capsys):
 def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
     cfg = str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml")
-    first = _popen_train([cfg, "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
+    first = popen_train([cfg, "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
                           "checkpoint_every=500", "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     try:
         _wait_for(out / "checkpoints" / "latest" / "state.json", first)
@@ -318,7 +313,7 @@ def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
 # ----- Ctrl-C ----------------------------------------------------------------------------------------------
 def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
-    proc = _popen_train([str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml"), "--no-progress", "--override",
+    proc = popen_train([str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml"), "--no-progress", "--override",
                          "total_timesteps=10000000", "n_envs=2", "vec_env=subproc", "checkpoint_every=100000000",
                          "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     _wait_for(out / "tb", proc)
@@ -337,7 +332,7 @@ def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
 
 def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_continues(tmp_path, capsys):
     out = tmp_path / "run"
-    proc = _popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
+    proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
                          "n_envs=1", "pretrain.steps=1000", "pretrain.epochs=1000", "pretrain.dagger_rounds=1",
                          "pretrain.dagger_steps=300", f"output={out}"], tmp_path)
     lines = []
@@ -365,7 +360,7 @@ def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_con
 
 def test_sigterm_saves_a_checkpoint_as_ctrl_c_does(tmp_path):
     out = tmp_path / "run"
-    proc = _popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
+    proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
                          "total_timesteps=10000000", "checkpoint_every=100000000", f"output={out}"], tmp_path)
     _wait_for(out / "tb", proc)
     time.sleep(1.0)
@@ -395,7 +390,7 @@ def _cmdline(pid: int) -> str:
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads the process tree from /proc")
 def test_ctrl_c_during_labelling_in_worker_processes_ends_them_and_saves_a_checkpoint(tmp_path):
     out = tmp_path / "run"
-    proc = _popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
+    proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
                          "n_envs=2", "pretrain.steps=2000000", "pretrain.teacher=rollout:4", f"output={out}"], tmp_path)
     deadline = time.time() + 60
     while len([p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]) < 2 and time.time() < deadline:

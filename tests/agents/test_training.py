@@ -14,6 +14,7 @@ import torch as th
 
 from kahve import envs
 from kahve.agents.training import config as config_mod
+from tests.helpers import popen_train
 from kahve.agents.training.dqn import masked_max, masked_td_target
 from kahve.agents.training.opponents import OpponentPool
 from kahve.agents.training.learner_env import LearnerEnv
@@ -315,10 +316,9 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     import time
     out = tmp_path / "run"
     cfg = ROOT / "configs" / "pishe_pasha" / "dqn.yaml"
-    proc = subprocess.Popen([sys.executable, "-m", "kahve.scripts.cli", "train", str(cfg), "--no-progress",
-                             "--override", "total_timesteps=10000000", "n_envs=1", "checkpoint_every=100000000",
-                             "evaluation.every=0", "pretrain.steps=0", f"output={out}"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_train([str(cfg), "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
+                        "checkpoint_every=100000000", "evaluation.every=0", "pretrain.steps=0", f"output={out}"],
+                       tmp_path)
     deadline = time.time() + 120
     while not (out / "tb").is_dir() and time.time() < deadline:
         time.sleep(0.5)
