@@ -265,8 +265,12 @@ class State:
         g = self.game
         if rows:
             block = obs[len(obs) - g.num_actions * g.action_feature_size:].reshape(g.num_actions, -1)   # a view
-            block[list(rows)] = np.clip(np.array(list(rows.values()), dtype=np.float32) / scale,
-                                        g.obs_low, g.obs_high)
+            values = np.array(list(rows.values()), dtype=np.float32)
+            values /= scale
+            # the ufuncs in place: np.clip's Python wrapper cost more than the clipping (an observation per step)
+            np.minimum(values, g.obs_high, out=values)
+            np.maximum(values, g.obs_low, out=values)
+            block[list(rows)] = values
 
     def observation(self, seat: int) -> np.ndarray:
         """What ``seat`` sees and remembers, as a float32 vector (never a hidden card)."""

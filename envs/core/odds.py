@@ -6,7 +6,10 @@ not know; nothing here reads a hidden card.
 
 from __future__ import annotations
 
+import functools
 
+
+@functools.lru_cache(maxsize=4096)      # called at every observation with a few small ints
 def p_none(unseen: int, copies: int, hand: int) -> float:
     """The chance that ``hand`` cards dealt at random from ``unseen`` hold none of ``copies`` given ones
     (hypergeometric; 0 when they cannot avoid them all)."""

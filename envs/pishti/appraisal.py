@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import functools
 
-from kahve.envs.core.cards import JACK, NUM_CARDS
+from kahve.envs.core.cards import JACK
 from kahve.envs.core.odds import expected_best, p_none
 
 from .rules import MOVE_FEATURES, PACKET, PLAYS_PER_DEAL
 
-ALL_CARDS = range(NUM_CARDS)
+_FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")      # a 0/1 byte string's complement
 CARD_BONUS = 0.25            # a card's worth towards the majority bonus (3 for the most of 52 cards)
 
 # ----- the per-action features (one row of MOVE_FEATURES numbers per action), in points / FEATURE_SCALE --------
@@ -40,23 +40,25 @@ FEATURE_SCALE = 10.0
 def knowledge(state, seat: int | None = None) -> dict:
     """What every move of ``seat``'s decision shares (default: the player to act): each card's value, the
     chance that the next player holds a card of each rank, and whether this is the deal's last play."""
+    # (written for speed: rollouts and training build an observation at every step, and this was half its cost)
     seat = state.current_player if seat is None else seat
     g = state.game
-    points = g.card_points
+    value, scoring = card_values(g)
     hand = state.hands[seat]
-    seen = state.seen
-    # cards whose place the seat does not know: never seen and not in its hand, and the buried jacks (seen when
-    # buried, PI-6) that no one has played yet
-    unseen = [c for c in ALL_CARDS if not seen[c] and c not in hand]
-    live = [0] * 13
-    for c in unseen:
-        live[c % 13] += 1
-    u = len(unseen)
-    mean_value = sum([points[c] for c in unseen]) / max(1, u)
+    pile = state.pile
+    # cards whose place the seat does not know, 1 per card: never seen and not in its hand ...
+    placed = bytearray(state.seen)
+    for c in hand:
+        placed[c] = 1
+    unseen = placed.translate(_FLIP)
+    u = unseen.count(1)
+    mean_value = sum([g.card_points[c] for c in scoring if unseen[c]]) / max(1, u)
+    # ... and the buried jacks (seen when buried, PI-6) that no one has played yet
+    live_jacks = 0
     for jack in state.buried_jacks:
-        if jack not in hand and jack not in state.pile and not any(jack in cap for cap in state.captured):
-            live[JACK] += 1
-            u += 1
+        if jack not in hand and jack not in pile and not any(jack in cap for cap in state.captured):
+            live_jacks += 1
+    u += live_jacks
     nxt = (seat + 1) % g.num_players
     last_play = state.play_number + 1 == PLAYS_PER_DEAL
     # the next player's hand after my play: as now, or a new packet when my play empties the last hand
@@ -64,13 +66,16 @@ def knowledge(state, seat: int | None = None) -> dict:
     if (state.play_number + 1) % g.plays_per_round == 0:
         h = PACKET if state.stock else 0
     # P(the next player holds a card of rank r), for the ranks a reply can use: my cards' (one will top the
-    # pile), the pile top's and the jack
+    # pile), the pile top's and the jack; card c is rank c % 13, so a rank's four cards are 13 apart
     p_rank = [0.0] * 13
-    for r in {c % 13 for c in hand} | {JACK} | ({state.pile[-1] % 13} if state.pile else set()):
-        if live[r]:
-            p_rank[r] = 1.0 - p_none(u, live[r], h)
-    value = card_values(tuple(points))
-    pile = state.pile
+    ranks = {c % 13 for c in hand}
+    ranks.add(JACK)
+    if pile:
+        ranks.add(pile[-1] % 13)
+    for r in ranks:
+        live = unseen[r] + unseen[r + 13] + unseen[r + 26] + unseen[r + 39] + (live_jacks if r == JACK else 0)
+        if live:
+            p_rank[r] = 1.0 - p_none(u, live, h)
     down = state.pile_face_down
     return {"seat": seat, "value": value, "p_rank": p_rank, "last_play": last_play,
             "next_play_last": state.play_number + 2 == PLAYS_PER_DEAL,
@@ -78,28 +83,28 @@ def knowledge(state, seat: int | None = None) -> dict:
             "pile_value": down * (mean_value + CARD_BONUS) + sum([value[c] for c in pile[down:]])}
 
 
-@functools.lru_cache(maxsize=16)
-def card_values(points: tuple) -> list:
-    """Each card's worth to take: its card points and ``CARD_BONUS``."""
-    return [p + CARD_BONUS for p in points]
+@functools.lru_cache(maxsize=64)
+def card_values(game) -> tuple[list, list]:
+    """Each card's worth to take (its card points and ``CARD_BONUS``), and the cards that score points."""
+    return [p + CARD_BONUS for p in game.card_points], [c for c, p in enumerate(game.card_points) if p]
 
 
-def threat(state, known: dict, pile: list, gain: float) -> float:
-    """Expected value the next player takes from ``pile`` (the pile after my move, worth ``gain``) on their
-    turn: with a card of the top's rank or a jack, a pişti's points included when the pile is one card."""
+def threat(state, known: dict, top: int | None, size: int, gain: float) -> float:
+    """Expected value the next player takes from the pile after my move (``size`` cards, ``top`` on top, None
+    when empty; worth ``gain``) on their turn: with a card of the top's rank or a jack, a pişti's points included
+    when the pile is one card."""
     if known["last_play"]:
         return 0.0
     p_rank = known["p_rank"]
-    if not pile:
+    if top is None:
         if not state.game.jack_on_empty_counts:
             return 0.0
         pisti = 0 if known["next_play_last"] else state._pisti_value(JACK, None)       # PI-4: a jack takes itself
         return p_rank[JACK] * (known["value"][JACK] + pisti)
-    top = pile[-1]
     cands = []
     for r in {top % 13, JACK}:                         # the top's rank or a jack takes it
         if p_rank[r]:
-            pisti = 0 if len(pile) > 1 or known["next_play_last"] else state._pisti_value(r, top)
+            pisti = 0 if size > 1 or known["next_play_last"] else state._pisti_value(r, top)
             cands.append((gain + pisti, p_rank[r]))
     return expected_best(cands)
 
@@ -118,7 +123,7 @@ def features(state, known: dict, card: int) -> list:
             row[F_PISTI] = float(state._pisti_value(card, pile[0]))
         row[F_TAKEN] = known["pile_value"] + value[card]
         row[F_CARDS] = len(pile) + 1.0
-        row[F_THREAT] = threat(state, known, [], 0.0)
+        row[F_THREAT] = threat(state, known, None, 0, 0.0)
         return row
     if not pile and rank == JACK and state.game.jack_on_empty_counts:          # PI-4: the jack takes itself
         row[F_CAPTURE] = 1.0
@@ -126,14 +131,14 @@ def features(state, known: dict, card: int) -> list:
             row[F_PISTI] = float(state._pisti_value(card, None))
         row[F_TAKEN] = value[card]
         row[F_CARDS] = 1.0
-        row[F_THREAT] = threat(state, known, [], 0.0)
+        row[F_THREAT] = threat(state, known, None, 0, 0.0)
         return row
     row[F_TRAILED] = value[card]
     worth = known["pile_value"] + value[card]            # the pile left, with my card on top
     if known["last_play"]:                              # the pile goes to the last capturer (PI-10)
         row[F_LEFTOVER] = worth if state.last_capturer == state.game.sides[known["seat"]] else -worth
     else:
-        row[F_THREAT] = threat(state, known, pile + [card], worth)
+        row[F_THREAT] = threat(state, known, card, len(pile) + 1, worth)
     return row
 
 

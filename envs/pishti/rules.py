@@ -374,9 +374,10 @@ class PishtiState(State):
         n, ns = g.num_players, g.num_sides
         obs = np.zeros(g.observation_size, dtype=np.float32)
         hand, pile = self.hands[seat], self.pile
-        obs[OBS_SEEN:OBS_SEEN + NUM_CARDS] = np.frombuffer(self.seen, dtype=np.uint8)      # seen face up this deal ...
-        if hand:
-            obs[[OBS_SEEN + c for c in hand]] = 0.0                       # ... own hand excluded
+        seen = bytearray(self.seen)                 # seen face up this deal ...
+        for c in hand:
+            seen[c] = 0                             # ... own hand excluded
+        obs[OBS_SEEN:OBS_SEEN + NUM_CARDS] = np.frombuffer(seen, dtype=np.uint8)
         ones = hand + [OBS_PILE_TOP + (pile[-1] if pile else NUM_CARDS)]
         ones += [OBS_PILE_FACE_UP + c for c in pile[self.pile_face_down:]]
         obs[OBS_PILE_SIZE:OBS_PILE_SIZE + 2] = (len(pile) / 52, self.pile_face_down / 3)   # and the face-down count
