@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Make a virtual environment with pip at $1. If the interpreter's ensurepip fails (seen once on CI, within a
-# second of starting), say what the disk held, make the venv without pip and let the system's pip install pip
-# into it.
+# Make a virtual environment with pip at $1. If the interpreter's ensurepip fails inside `python3 -m venv`
+# (seen once on CI, within a second; venv hides ensurepip's own message), say what the disk held, make the venv
+# without pip, and put pip in: ensurepip again in the open (so its message shows), else the system's pip, else
+# the system's pip without the machine's pip configuration.
 set -euo pipefail
 dir="$1"
 if ! python3 -m venv "$dir"; then
@@ -9,5 +10,7 @@ if ! python3 -m venv "$dir"; then
     df -h . "${TMPDIR:-/tmp}" >&2 || true
     rm -rf "$dir"
     python3 -m venv --without-pip "$dir"
-    python3 -m pip --python "$dir/bin/python" install -q pip
+    "$dir/bin/python" -m ensurepip --upgrade --default-pip \
+        || python3 -m pip --python "$dir/bin/python" install -q pip \
+        || PIP_CONFIG_FILE=/dev/null python3 -m pip --python "$dir/bin/python" install -q pip
 fi
