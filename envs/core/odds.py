@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 
-@functools.lru_cache(maxsize=4096)      # called at every observation with a few small ints
+@functools.lru_cache(maxsize=65536)     # called at every observation; its arguments are small card counts
 def p_none(unseen: int, copies: int, hand: int) -> float:
     """The chance that ``hand`` cards dealt at random from ``unseen`` hold none of ``copies`` given ones
     (hypergeometric; 0 when they cannot avoid them all)."""
