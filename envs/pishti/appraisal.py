@@ -40,7 +40,7 @@ FEATURE_SCALE = 10.0
 def knowledge(state, seat: int | None = None) -> dict:
     """What every move of ``seat``'s decision shares (default: the player to act): each card's value, the
     chance that the next player holds a card of each rank, and whether this is the deal's last play."""
-    # (written for speed: rollouts and training build an observation at every step, and this was half its cost)
+    # (written for speed: rollouts and training build an observation, and so this, at every step)
     seat = state.current_player if seat is None else seat
     g = state.game
     value, scoring = card_values(g)

@@ -292,7 +292,7 @@ def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
     cfg = str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml")
     first = popen_train([cfg, "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
-                          "checkpoint_every=500", "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
+                         "checkpoint_every=500", "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     try:
         _wait_for(out / "checkpoints" / "latest" / "state.json", first)
         second = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", cfg, "--no-progress", "--override",
@@ -314,8 +314,8 @@ def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
 def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
     proc = popen_train([str(ROOT / "configs" / "pishe_pasha" / "dqn.yaml"), "--no-progress", "--override",
-                         "total_timesteps=10000000", "n_envs=2", "vec_env=subproc", "checkpoint_every=100000000",
-                         "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
+                        "total_timesteps=10000000", "n_envs=2", "vec_env=subproc", "checkpoint_every=100000000",
+                        "evaluation.every=0", "pretrain.steps=0", f"output={out}"], tmp_path)
     _wait_for(out / "tb", proc)
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)                                 # Ctrl-C reaches the env processes too
@@ -333,8 +333,8 @@ def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
 def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_continues(tmp_path, capsys):
     out = tmp_path / "run"
     proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
-                         "n_envs=1", "pretrain.steps=1000", "pretrain.epochs=1000", "pretrain.dagger_rounds=1",
-                         "pretrain.dagger_steps=300", f"output={out}"], tmp_path)
+                        "n_envs=1", "pretrain.steps=1000", "pretrain.epochs=1000", "pretrain.dagger_rounds=1",
+                        "pretrain.dagger_steps=300", f"output={out}"], tmp_path)
     lines = []
     for line in proc.stdout:                                           # wait until cloning is under way
         lines.append(line)
@@ -361,7 +361,7 @@ def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_con
 def test_sigterm_saves_a_checkpoint_as_ctrl_c_does(tmp_path):
     out = tmp_path / "run"
     proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
-                         "total_timesteps=10000000", "checkpoint_every=100000000", f"output={out}"], tmp_path)
+                        "total_timesteps=10000000", "checkpoint_every=100000000", f"output={out}"], tmp_path)
     _wait_for(out / "tb", proc)
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGTERM)
@@ -391,7 +391,7 @@ def _cmdline(pid: int) -> str:
 def test_ctrl_c_during_labelling_in_worker_processes_ends_them_and_saves_a_checkpoint(tmp_path):
     out = tmp_path / "run"
     proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
-                         "n_envs=2", "pretrain.steps=2000000", "pretrain.teacher=rollout:4", f"output={out}"], tmp_path)
+                        "n_envs=2", "pretrain.steps=2000000", "pretrain.teacher=rollout:4", f"output={out}"], tmp_path)
     deadline = time.time() + 60
     while len([p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]) < 2 and time.time() < deadline:
         time.sleep(0.2)

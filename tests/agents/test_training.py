@@ -14,10 +14,10 @@ import torch as th
 
 from kahve import envs
 from kahve.agents.training import config as config_mod
-from tests.helpers import popen_train
 from kahve.agents.training.dqn import masked_max, masked_td_target
 from kahve.agents.training.opponents import OpponentPool
 from kahve.agents.training.learner_env import LearnerEnv
+from tests.helpers import popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("*/*.yaml"))
