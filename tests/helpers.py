@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
 
 import numpy as np
 
@@ -66,11 +70,6 @@ def popen_train(args, cwd):
     """``kahve train ARGS`` in a child process of its own session (so a test can Ctrl-C its whole process
     group), unbuffered, with SIGINT handled even when this test run was started in the background of a
     non-interactive shell, which starts its jobs with SIGINT ignored and would pass that on."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     return subprocess.Popen([sys.executable, "-m", "kahve.scripts.cli", "train", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
