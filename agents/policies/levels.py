@@ -6,9 +6,11 @@ level      policy
 ``easy``   the network's policy sampled with temperature :data:`EASY_TEMPERATURE` (seeded): softmax of
            its logits, so it plays its favourite moves most of the time and blunders now and then
 ``medium`` the network, greedy (what the bot file alone plays)
-``hard``   the network inside a search at play time: ``rollout:K,z=Z:BOT`` (:mod:`.rollout`), the
-           budget per game in :data:`HARD`, chosen so that the median move takes at most 250 ms on one
-           core (docs/search.md has the measurements)
+``hard``   the network inside a search at play time, per game in :data:`HARD`: the conservative rollout
+           search ``rollout:K,z=Z:BOT`` (:mod:`.rollout`) with its budget chosen so that the median move
+           takes at most 250 ms on one core, or, in 2-player Pişti, ``endgame:K:BOT`` (:mod:`.endgame`:
+           the network, and the deal's last hand solved exactly), where rollouts added nothing measurable
+           over the network and the solved last hand does (docs/search.md has the measurements)
 =========  ===========================================================================================
 
 Specs (:mod:`.specs`): ``BOT:LEVEL`` for a bot file or a shipped bot's name (``pishti/ppo_2p:hard``), or
@@ -24,12 +26,12 @@ LEVELS = ("easy", "medium", "hard")
 #: the temperature of ``easy``: at 1 the trained networks' own policies were as strong as greedy play (their
 #: softmax is peaked); at 5 they lose to the heuristic and still beat random (docs/search.md)
 EASY_TEMPERATURE = 5.0
-#: ``hard``: (worlds K, margin z) of the rollout search over the network, per game (others: the default)
-#: Pâsur's 32: its observation carries every move's appraisal, which the network's rollouts compute at every step;
-#: 64 worlds took a median 256 ms a move on one core, 32 take 133 ms (docs/search.md)
-HARD = {"pasur": (32, 1.0), "pishti": (64, 1.0), "pis_yedili": (64, 1.0)}
-HARD_DEFAULT = (64, 1.0)
-
+#: ``hard``: the search spec over the bot ``{bot}``, per game (others: :data:`HARD_DEFAULT`). Pâsur's 32 worlds: its
+#: observation carries every move's appraisal, which the network's rollouts compute at every step; 64 worlds took a
+#: median 256 ms a move on one core, 32 take 133 ms. Pişti (2 players): rollouts over the fine-tuned network added
+#: nothing measurable, the exactly solved last hand does (docs/search.md)
+HARD = {"pasur": "rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "pis_yedili": "rollout:64,z=1:{bot}"}
+HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 def shipped_bot(game) -> str:
     """The spec (``pishti/ppo_2p``) of the shipped bot of ``game`` that the bare levels use: among those that
@@ -89,16 +91,21 @@ def make_level(level: str, bot: str | None, game, seed: int | None = None):
         policy = Bot.load(path, game=game, temperature=EASY_TEMPERATURE, seed=seed)
         policy.name = name
         return policy
-    policy = Bot.load(path, game=game, seed=seed)
     if level == "medium":
+        policy = Bot.load(path, game=game, seed=seed)
         policy.name = name
         return policy
-    from .rollout import RolloutPolicy
-    k, z = HARD.get(game.name, HARD_DEFAULT)
-    return RolloutPolicy(game, rollouts=k, seed=seed, policy=policy, margin=z, name=name)
+    from .specs import make_policy
+    policy = make_policy(hard_spec(game, path), game, seed)
+    policy.name = name
+    return policy
 
 
-def hard_spec(game_name: str, bot: str) -> str:
-    """The search spec that ``BOT:hard`` is (``rollout:K,z=Z:BOT``)."""
-    k, z = HARD.get(game_name, HARD_DEFAULT)
-    return f"rollout:{k},z={z:g}:{bot}"
+def hard_spec(game, bot: str) -> str:
+    """The search spec that ``BOT:hard`` is at ``game``'s table: :data:`HARD`'s, or the default where the game's
+    entry does not fit the table (the endgame solver wants 2 Pişti players)."""
+    from .endgame import solves_table
+    spec = HARD.get(game.name, HARD_DEFAULT)
+    if spec.startswith("endgame:") and not solves_table(game):
+        spec = HARD_DEFAULT
+    return spec.format(bot=bot)

@@ -17,12 +17,16 @@ spec                             policy
 ``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
                                  rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
+``endgame[:K]:SPEC``             SPEC, but the rest of a deal is solved exactly once it is small (Pişti's
+                                 last hand, 2 players): K worlds (default 32) from ``determinize``, each
+                                 solved with both sides playing perfectly, the best mean value played
+                                 (:mod:`.endgame`)
 ``BOT:LEVEL``                    a difficulty level of a bot (:mod:`.levels`): ``easy`` (sampled with a
                                  temperature), ``medium`` (greedy), ``hard`` (the bot inside a search)
 ``LEVEL``                        the level of the game's shipped bot that fits the settings (``hard``)
 ===============================  ==========================================================================
 
-SPEC after ``rollout:K:`` or ``ismcts:N:`` is any spec, a bot path or a level included: only the first two colons
+SPEC after ``rollout:K:``, ``ismcts:N:`` or ``endgame:`` is any spec, a bot path or a level included: only the first two colons
 split, so ``rollout:32:checkpoints/pasur/ppo.onnx`` and ``rollout:8:pishti/ppo_2p:easy`` mean what they say.
 ``rollout``, ``rollout:K``, ``ismcts`` and ``ismcts:N`` behave exactly as they always did (same seed, same moves),
 and ``rollout:K:heuristic`` is ``rollout:K``. A bad spec is one ``ValueError`` naming the accepted forms
@@ -36,7 +40,7 @@ import os
 from .base import RandomPolicy
 
 POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][,by=P][:SPEC]]",
-                "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
+                "endgame[:K]:SPEC", "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
 #: options of the count field, per search: name -> whether it takes a value
@@ -69,6 +73,8 @@ def make_policy(spec: str, game, seed: int | None = None):
         if rest and not inner and rest.endswith(":"):
             raise ValueError(f"bad policy spec {spec!r}: nothing after the last colon; {accepted_specs()}")
         return _search(spec, name, count, inner, game, seed)
+    if name == "endgame":
+        return _endgame(spec, rest, game, seed)
     if spec in LEVELS:
         return make_level(spec, None, game, seed)
     head, _, tail = spec.rpartition(":")
@@ -146,6 +152,22 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
         anchor, base = base, make_policy(options["by"], game, seed)
     return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label,
                          anchor=anchor)
+
+
+def _endgame(spec: str, rest: str, game, seed):
+    from .endgame import TABLES, EndgamePolicy, solves_table
+    count, _, inner = rest.partition(":")
+    if not count.strip().isdigit():                  # endgame:SPEC, the default number of worlds
+        count, inner = "", rest
+    if not inner.strip():
+        raise ValueError(f"bad policy spec {spec!r}: endgame plays a policy until the end can be solved; name it, "
+                         f"e.g. endgame:pishti/ppo_2p; {accepted_specs()}")
+    if not solves_table(game):
+        raise ValueError(f"bad policy spec {spec!r}: endgame has no solver for this table; it solves {TABLES}; "
+                         f"{accepted_specs()}")
+    n = _positive(spec, count, EndgamePolicy.DEFAULT_WORLDS, "endgame takes a positive number of worlds, "
+                  "e.g. endgame:32:pishti/ppo_2p")
+    return EndgamePolicy(game, make_policy(inner, game, seed), worlds=n, seed=seed, name=spec)
 
 
 def _positive(spec: str, arg: str, default: int, usage: str) -> int:

@@ -1,0 +1,84 @@
+"""Exact play at the end of a deal, over sampled worlds (perfect-information Monte Carlo; docs/search.md).
+
+``endgame[:K]:SPEC`` plays SPEC until the rest of the deal is small enough to solve, then decides by solving it:
+K worlds are sampled with ``determinize`` (all the search may know), each distinct world is solved exactly
+with both sides playing perfectly, and the move with the best mean value over the worlds is played (ties go to
+SPEC's own choice among the best). Games opt in with a solver (:data:`SOLVERS`): today Pişti's last hand with 2
+players (:mod:`.pishti`), where the stock is empty and a world differs from the truth only in the opponent's
+hand and the face-down cards, so a handful of worlds covers nearly all that is possible.
+"""
+
+from __future__ import annotations
+
+import random
+
+from . import pishti
+
+#: game name -> its solver class: ``Solver.fits(game)``: whether it solves this table at all; ``Solver.applies(state)``:
+#: whether the rest of this deal is small enough; ``Solver(game).move_values(world)``: the exact value of every legal
+#: action for the side to act in a world where every card is known
+SOLVERS = {"pishti": pishti.PishtiLastHand}
+
+
+def solves_table(game) -> bool:
+    """True when ``endgame`` can ever solve at ``game``'s table (else it would only play its policy)."""
+    solver = SOLVERS.get(game.name)
+    return solver is not None and solver.fits(game)
+
+
+#: the tables the solvers cover, in words (for errors)
+TABLES = "pishti with 2 players"
+
+
+class EndgamePolicy:
+    DEFAULT_WORLDS = 32
+
+    def __init__(self, game, policy, worlds: int = DEFAULT_WORLDS, seed: int | None = None, name: str | None = None):
+        if not solves_table(game):
+            raise ValueError(f"endgame has no solver for this table ({game!r}); it solves: {TABLES}")
+        self.game = game
+        self.policy = policy
+        self.worlds = worlds
+        self.rng = random.Random(seed)
+        self.solver = SOLVERS[game.name](game)
+        self.reads_observation = getattr(policy, "reads_observation", True)
+        self.name = name or f"endgame:{worlds}:{getattr(policy, 'name', type(policy).__name__)}"
+
+    def reset(self) -> None:
+        if hasattr(self.policy, "reset"):
+            self.policy.reset()
+
+    def act(self, observation, action_mask, state=None) -> int:
+        if state is None:
+            raise ValueError("endgame needs the engine state (evaluation and play pass it as the third argument)")
+        legal = state.legal_actions()
+        if len(legal) == 1 or not self.solver.applies(state):
+            return self.policy.act(observation, action_mask, state)
+        totals = self.move_totals(state)
+        best = max(totals.values())
+        top = [a for a in legal if totals[a] >= best - 1e-9]
+        if len(top) == 1:
+            return top[0]
+        if observation is None and self.reads_observation:
+            observation = state.observation(state.current_player)
+        choice = self.policy.act(observation, action_mask, state)
+        return choice if choice in top else top[0]
+
+    def move_totals(self, state) -> dict[int, float]:
+        """The summed value of every legal move over K worlds from ``determinize``; each distinct world (the
+        hidden cards' places) is solved once and counted as often as it was drawn."""
+        seat = state.current_player
+        counts: dict = {}
+        for _ in range(self.worlds):
+            world = state.determinize(seat, self.rng)
+            key = repr(world.to_dict())
+            if key in counts:
+                counts[key][1] += 1
+            else:
+                counts[key] = [world, 1]
+        totals = dict.fromkeys(state.legal_actions(), 0.0)
+        for world, n in counts.values():
+            values = self.solver.move_values(world)
+            for a in totals:
+                totals[a] += n * values[a]
+        return totals

@@ -1,0 +1,151 @@
+"""The exact endgame (endgame[:K]:SPEC, agents/policies/endgame): Pişti's last hand solved in every world agrees with
+the engine playing every line out, the policy reads only what determinize() samples, and plays SPEC elsewhere."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kahve import envs
+from kahve.agents import make_policy
+from kahve.agents.policies.base import decide
+from kahve.agents.policies.bot import Bot
+from kahve.agents.policies.endgame import EndgamePolicy, solves_table
+from kahve.agents.policies.endgame.pishti import PishtiLastHand
+from kahve.agents.policies.heuristics import heuristic_for
+from kahve.agents.policies.levels import hard_spec
+from kahve.agents.policies.rollout import RolloutPolicy
+
+BOT = "pishti/ppo_2p"
+
+
+def pishti(**settings):
+    return envs.game_class("pishti")(players=2, episode="deal", **settings)
+
+
+def last_hand_states(game, seeds, first_play=40):
+    """States of random deals in the last hand (stock empty), at a random play of it, with a choice to make."""
+    out = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        st = game.new_state(rng)
+        stop = first_play + rng.randrange(6)
+        while st.current_player is not None and st.play_number < stop:
+            st.apply(rng.choice(st.legal_actions()))
+        if st.current_player is not None and len(st.legal_actions()) > 1:
+            out.append(st)
+    return out
+
+
+def engine_values(state) -> dict[int, float]:
+    """Every legal move's exact value for the side to act, by the engine: clone, apply, recurse (minimax over the
+    two sides) to the deal's end, whose report gives the points (forced single moves are the engine's own)."""
+    game, me, deal = state.game, state.current_player, state.deals_completed
+    out = {}
+    for a in state.legal_actions():
+        nxt = state.clone()
+        nxt.apply(a)
+        if nxt.current_player is None or nxt.deals_completed != deal:
+            out[a] = game.relative_points(nxt.deal_report["deal_points"], me)
+        else:
+            best = max(engine_values(nxt).values())
+            out[a] = best if game.sides[nxt.current_player] == game.sides[me] else -best
+    return out
+
+
+@pytest.mark.parametrize("settings", [
+    {}, {"jack_on_empty_counts": True}, {"jack_double": "any_jack", "jack_on_lone_card_is_pisti": False},
+    {"jack_double": "never", "majority_bonus": 0, "pisti_value": 5}, {"two_clubs_value": 3, "ten_diamonds_value": 4},
+])
+def test_the_last_hand_solver_agrees_with_the_engine_on_every_move(settings):
+    game = pishti(**settings)
+    solver = PishtiLastHand(game)
+    states = last_hand_states(game, range(25))
+    assert len(states) >= 15
+    for st in states:
+        assert PishtiLastHand.applies(st)
+        assert solver.move_values(st) == engine_values(st), st.to_dict()
+
+
+def test_the_solver_fits_only_two_player_pishti_and_the_last_hand():
+    assert PishtiLastHand.fits(pishti()) and solves_table(pishti())
+    assert not solves_table(envs.game_class("pishti")(players=4))
+    assert not solves_table(envs.game_class("pasur")())
+    st = pishti().new_state(3)
+    assert not PishtiLastHand.applies(st)                      # the stock is full at the start
+
+
+def test_endgame_decides_only_from_determinized_worlds(monkeypatch):
+    # two states that differ only in what the seat cannot see (the other hand, the face-down cards), each answering
+    # determinize() with the same worlds, get the same move: nothing hidden is read but through determinize()
+    game = pishti()
+    rng = random.Random(5)
+    state_class = type(game.new_state(0))
+    checked = 0
+    for st in last_hand_states(game, range(40)):
+        seat = st.current_player
+        other = st.determinize(seat, rng)
+        assert other.hands[1 - seat] != st.hands[1 - seat] or other.pile != st.pile or checked   # hidden cards moved
+        worlds = [st.determinize(seat, random.Random(k)) for k in range(8)]
+        moves = []
+        for state in (st, other):
+            served = iter(worlds)
+            monkeypatch.setattr(state_class, "determinize", lambda self, seat, rng: next(served).clone())
+            moves.append(decide(EndgamePolicy(game, heuristic_for(game, 0), worlds=8, seed=11), state))
+            monkeypatch.undo()
+        assert moves[0] == moves[1]
+        checked += 1
+    assert checked >= 20
+
+
+def test_endgame_plays_its_policy_before_the_last_hand_and_the_solved_best_in_it():
+    game = pishti()
+    inner = heuristic_for(game, 0)
+    pol = EndgamePolicy(game, inner, worlds=16, seed=2)
+    st = game.new_state(8)
+    while st.stock:                          # the heuristic breaks ties with its generator: the same draws for both
+        inner.rng.seed(st.play_number)
+        a = decide(pol, st)
+        inner.rng.seed(st.play_number)
+        assert decide(inner, st) == a
+        st.apply(a)
+    differs = 0
+    for st in last_hand_states(game, range(60)):
+        a = decide(EndgamePolicy(game, inner, worlds=16, seed=2), st)
+        totals = EndgamePolicy(game, inner, worlds=16, seed=2).move_totals(st)     # the same worlds
+        assert totals[a] == max(totals.values())
+        differs += a != decide(inner, st)
+    assert differs > 0                       # the solver does overrule the heuristic somewhere
+
+
+@pytest.mark.parametrize("spec,match", [
+    ("endgame:", "name it"),
+    ("endgame:16", "name it"),
+    ("endgame:0:heuristic", "positive number of worlds"),
+])
+def test_bad_endgame_specs(spec, match):
+    with pytest.raises(ValueError, match=match):
+        make_policy(spec, pishti())
+
+
+def test_endgame_specs_and_the_tables_it_solves():
+    game = pishti()
+    pol = make_policy(f"endgame:{BOT}", game, 1)
+    assert isinstance(pol, EndgamePolicy) and isinstance(pol.policy, Bot)
+    assert pol.worlds == EndgamePolicy.DEFAULT_WORLDS and pol.reads_observation
+    assert make_policy("endgame:12:rollout:4:heuristic", game).worlds == 12
+    assert isinstance(make_policy("endgame:12:rollout:4:heuristic", game).policy, RolloutPolicy)
+    with pytest.raises(ValueError, match="no solver for this table"):
+        make_policy("endgame:heuristic", envs.game_class("pishti")(players=4))
+    with pytest.raises(ValueError, match="no solver for this table"):
+        make_policy("endgame:heuristic", envs.game_class("pasur")())
+
+
+def test_hard_pishti_is_the_network_with_the_solved_last_hand():
+    game = pishti()
+    hard = make_policy(f"{BOT}:hard", game, 1)
+    assert isinstance(hard, EndgamePolicy) and isinstance(hard.policy, Bot) and hard.name == f"{BOT}:hard"
+    assert hard_spec(game, BOT).startswith("endgame:")
+    four = envs.game_class("pishti")(players=4)
+    assert hard_spec(four, "x.onnx").startswith("rollout:")            # the solver wants 2 players
