@@ -30,7 +30,7 @@ EASY_TEMPERATURE = 5.0
 #: observation carries every move's appraisal, which the network's rollouts compute at every step; 64 worlds took a
 #: median 256 ms a move on one core, 32 take 133 ms. Pişti (2 players): rollouts over the fine-tuned network added
 #: nothing measurable, the exactly solved last hand does (docs/search.md)
-HARD = {"pasur": "rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "pis_yedili": "rollout:64,z=1:{bot}"}
+HARD = {"pasur": "endgame:rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "pis_yedili": "rollout:64,z=1:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 def shipped_bot(game) -> str:

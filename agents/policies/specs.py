@@ -17,8 +17,9 @@ spec                             policy
 ``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
                                  rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
-``endgame[:K]:SPEC``             SPEC, but the rest of a deal is solved exactly once it is small (Pişti's
-                                 last hand, 2 players): K worlds (default 32) from ``determinize``, each
+``endgame[:K]:SPEC``             SPEC, but the rest of a deal is solved exactly once it is small (the last
+                                 hand of Pişti with 2 players, and of Pâsur): K worlds (default 32) from
+                                 ``determinize``, each
                                  solved with both sides playing perfectly, the best mean value played
                                  (:mod:`.endgame`)
 ``BOT:LEVEL``                    a difficulty level of a bot (:mod:`.levels`): ``easy`` (sampled with a

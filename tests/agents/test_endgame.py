@@ -1,5 +1,7 @@
-"""The exact endgame (endgame[:K]:SPEC, agents/policies/endgame): Pişti's last hand solved in every world agrees with
-the engine playing every line out, the policy reads only what determinize() samples, and plays SPEC elsewhere."""
+"""The exact endgame (endgame[:K]:SPEC, agents/policies/endgame): the last hand solved in every world agrees with the
+engine playing every line out (Pişti's own solver; Pâsur's alpha-beta over the engine against plain minimax), the
+policy reads only what determinize() samples, plays SPEC elsewhere, and in Pâsur's last hand, a game of perfect
+information, plays a move of the best exact value."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from kahve.agents import make_policy
 from kahve.agents.policies.base import decide
 from kahve.agents.policies.bot import Bot
 from kahve.agents.policies.endgame import EndgamePolicy, solves_table
+from kahve.agents.policies.endgame.exact import PasurLastHand
 from kahve.agents.policies.endgame.pishti import PishtiLastHand
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.policies.levels import hard_spec
@@ -24,15 +27,26 @@ def pishti(**settings):
     return envs.game_class("pishti")(players=2, episode="deal", **settings)
 
 
+def pasur():
+    return envs.game_class("pasur")(episode="deal")
+
+
 def last_hand_states(game, seeds, first_play=40):
-    """States of random deals in the last hand (stock empty), at a random play of it, with a choice to make."""
+    """States of random deals in the last hand (stock empty), at a random play of it (Pişti: from ``first_play``),
+    with a choice to make."""
     out = []
     for seed in seeds:
         rng = random.Random(seed)
         st = game.new_state(rng)
-        stop = first_play + rng.randrange(6)
-        while st.current_player is not None and st.play_number < stop:
-            st.apply(rng.choice(st.legal_actions()))
+        if game.name == "pishti":
+            stop = first_play + rng.randrange(6)
+            while st.current_player is not None and st.play_number < stop:
+                st.apply(rng.choice(st.legal_actions()))
+        else:
+            plays = rng.randrange(4)
+            while st.current_player is not None and (st.stock or plays):
+                plays -= not st.stock
+                st.apply(rng.choice(st.legal_actions()))
         if st.current_player is not None and len(st.legal_actions()) > 1:
             out.append(st)
     return out
@@ -68,10 +82,30 @@ def test_the_last_hand_solver_agrees_with_the_engine_on_every_move(settings):
         assert solver.move_values(st) == engine_values(st), st.to_dict()
 
 
+@pytest.mark.parametrize("settings", [{}, {"sur_value": 10}])
+def test_the_pasur_last_hand_by_alpha_beta_equals_plain_minimax(settings):
+    game = envs.game_class("pasur")(episode="deal", **settings)
+    solver = PasurLastHand(game)
+    states = last_hand_states(game, range(12))
+    assert len(states) >= 8
+    for st in states:
+        assert PasurLastHand.applies(st)
+        assert solver.move_values(st) == engine_values(st), st.to_dict()
+
+
+def test_the_pasur_last_hand_is_played_perfectly():
+    # no card is hidden there: whatever the worlds, the move played has the best exact value in the true one
+    game = pasur()
+    for st in last_hand_states(game, range(12, 24)):
+        exact = engine_values(st)
+        assert exact[decide(EndgamePolicy(game, make_policy("random", game, 0), worlds=4, seed=1), st)] == max(
+            exact.values())
+
+
 def test_the_solver_fits_only_two_player_pishti_and_the_last_hand():
     assert PishtiLastHand.fits(pishti()) and solves_table(pishti())
     assert not solves_table(envs.game_class("pishti")(players=4))
-    assert not solves_table(envs.game_class("pasur")())
+    assert solves_table(pasur()) and not solves_table(envs.game_class("pis_yedili")(players=2))
     st = pishti().new_state(3)
     assert not PishtiLastHand.applies(st)                      # the stock is full at the start
 
@@ -139,7 +173,7 @@ def test_endgame_specs_and_the_tables_it_solves():
     with pytest.raises(ValueError, match="no solver for this table"):
         make_policy("endgame:heuristic", envs.game_class("pishti")(players=4))
     with pytest.raises(ValueError, match="no solver for this table"):
-        make_policy("endgame:heuristic", envs.game_class("pasur")())
+        make_policy("endgame:heuristic", envs.game_class("pis_yedili")(players=2))
 
 
 def test_hard_pishti_is_the_network_with_the_solved_last_hand():

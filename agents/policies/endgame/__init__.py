@@ -3,21 +3,27 @@
 ``endgame[:K]:SPEC`` plays SPEC until the rest of the deal is small enough to solve, then decides by solving it:
 K worlds are sampled with ``determinize`` (all the search may know), each distinct world is solved exactly
 with both sides playing perfectly, and the move with the best mean value over the worlds is played (ties go to
-SPEC's own choice among the best). Games opt in with a solver (:data:`SOLVERS`): today Pişti's last hand with 2
-players (:mod:`.pishti`), where the stock is empty and a world differs from the truth only in the opponent's
-hand and the face-down cards, so a handful of worlds covers nearly all that is possible.
+SPEC's own choice among the best). Games opt in with a solver (:data:`SOLVERS`), today for the last hand of a deal,
+once the stock is empty:
+
+* Pişti with 2 players (:mod:`.pishti`): a world differs from the truth only in the opponent's hand and the
+  face-down cards, so a few dozen worlds cover nearly all that is possible; a dedicated solver (a fraction of a
+  millisecond a world) makes that affordable;
+* Pâsur (:class:`.exact.PasurLastHand`): every card not in the seat's hand or seen is in the opponent's hand, so
+  there is one world, which the engine itself solves.
 """
 
 from __future__ import annotations
 
 import random
 
-from . import pishti
+from .exact import PasurLastHand
+from .pishti import PishtiLastHand
 
 #: game name -> its solver class: ``Solver.fits(game)``: whether it solves this table at all; ``Solver.applies(state)``:
 #: whether the rest of this deal is small enough; ``Solver(game).move_values(world)``: the exact value of every legal
 #: action for the side to act in a world where every card is known
-SOLVERS = {"pishti": pishti.PishtiLastHand}
+SOLVERS = {"pishti": PishtiLastHand, "pasur": PasurLastHand}
 
 
 def solves_table(game) -> bool:
@@ -27,7 +33,7 @@ def solves_table(game) -> bool:
 
 
 #: the tables the solvers cover, in words (for errors)
-TABLES = "pishti with 2 players"
+TABLES = "pishti with 2 players, pasur"
 
 
 class EndgamePolicy:
