@@ -80,6 +80,35 @@ def export_onnx(mlp: MLP, path, metadata: dict) -> Path:
     return path
 
 
+def mlp_from_bot(path, feature_size: int = 0) -> MLP:
+    """The network inside a bot file written by :func:`export_onnx`, as arrays (to train it further: ``init_from``).
+    ``feature_size``: the game's numbers per action row, if the file has the action-feature head. Reading an ONNX
+    file parses protobuf, it runs nothing; a graph not of :func:`export_onnx`'s shape is a :class:`BotFileError`."""
+    import onnx
+    from onnx import numpy_helper
+    try:
+        model = onnx.load(str(path))
+    except Exception as err:  # onnx raises protobuf's decode errors
+        raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    ops = {n.op_type for n in model.graph.node}
+    n = sum(1 for k in arrays if k[:1] == "w" and k[1:].isdigit())
+    if n == 0 or any(f"w{k}" not in arrays or f"b{k}" not in arrays for k in range(n)):
+        raise BotFileError(f"{path}: the graph is not a kahve MLP (weights w0..w{n - 1} and biases b0..b{n - 1})")
+    features = {}
+    if "feature_matrix" in arrays:
+        if feature_size <= 0:
+            raise BotFileError(f"{path} has an action-feature head, but its game has no action features")
+        rows = arrays["feature_matrix"].T                       # (actions, inputs), zero outside each action's row
+        offset = rows.shape[1] - rows.shape[0] * feature_size
+        features = dict(feature_offset=offset, feature_weights=rows[0, offset:offset + feature_size])
+    try:
+        return MLP([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
+                   "relu" if "Relu" in ops else "tanh", **features)
+    except ValueError as err:
+        raise BotFileError(f"{path}: {err}") from None
+
+
 class Bot:
     """A loaded bot file as a Policy: ``act(observation, action_mask, state=None)``."""
 

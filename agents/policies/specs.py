@@ -19,16 +19,16 @@ spec                             policy
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
 ``endgame[:K]:SPEC``             SPEC, but the rest of a deal is solved exactly once it is small (the last
                                  hand of Pişti with 2 players, and of Pâsur): K worlds (default 32) from
-                                 ``determinize``, each
-                                 solved with both sides playing perfectly, the best mean value played
-                                 (:mod:`.endgame`)
+                                 ``determinize``, each solved with both sides playing perfectly, the best
+                                 mean value played (:mod:`.endgame`)
 ``BOT:LEVEL``                    a difficulty level of a bot (:mod:`.levels`): ``easy`` (sampled with a
                                  temperature), ``medium`` (greedy), ``hard`` (the bot inside a search)
 ``LEVEL``                        the level of the game's shipped bot that fits the settings (``hard``)
 ===============================  ==========================================================================
 
-SPEC after ``rollout:K:``, ``ismcts:N:`` or ``endgame:`` is any spec, a bot path or a level included: only the first two colons
-split, so ``rollout:32:checkpoints/pasur/ppo.onnx`` and ``rollout:8:pishti/ppo_2p:easy`` mean what they say.
+SPEC after ``rollout:K:``, ``ismcts:N:`` or ``endgame[:K]:`` is any spec, a bot path or a level included: only the
+first two colons split, so ``rollout:32:checkpoints/pasur/ppo.onnx`` and ``rollout:8:pishti/ppo_2p:easy`` mean what
+they say.
 ``rollout``, ``rollout:K``, ``ismcts`` and ``ismcts:N`` behave exactly as they always did (same seed, same moves),
 and ``rollout:K:heuristic`` is ``rollout:K``. A bad spec is one ``ValueError`` naming the accepted forms
 (:data:`POLICY_SPECS`); a bot path that does not exist is a ``FileNotFoundError``.
@@ -41,7 +41,8 @@ import os
 from .base import RandomPolicy
 
 POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][,by=P][:SPEC]]",
-                "endgame[:K]:SPEC", "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
+                "endgame[:K]:SPEC",
+                "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
 #: options of the count field, per search: name -> whether it takes a value

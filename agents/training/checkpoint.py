@@ -117,6 +117,34 @@ def start_from(model, ck: Checkpoint) -> None:
                     f"{ck.weights}: the weights do not fit this config's network")
 
 
+def start_from_bot(model, mlp, source: str) -> None:
+    """Put the network of a bot file (``init_from: BOT.onnx``, as :class:`~..policies.network.MLP`) into a new
+    MaskablePPO run's actor: its hidden layers, output layer and action-feature head. The file holds no value
+    network, so the critic keeps its fresh weights (expert iteration's fits, or PPO, train it)."""
+    import torch as th
+    import torch.nn as nn
+
+    from .action_features import GAIN
+    policy = model.policy
+    head = policy.action_net
+    scores = getattr(head, "scores", None)
+    layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
+    layers.append(head.linear if scores is not None else head)
+    if len(layers) != len(mlp.weights) or (scores is None) != (mlp.feature_weights is None):
+        raise ValueError(f"{source}: its network ({len(mlp.weights)} layers"
+                         f"{', action features' if mlp.feature_weights is not None else ''}) does not fit this "
+                         f"config's ({len(layers)} layers{', action features' if scores is not None else ''})")
+    with th.no_grad():
+        for layer, w, b in zip(layers, mlp.weights, mlp.biases):
+            if tuple(layer.weight.shape) != w.shape:
+                raise ValueError(f"{source}: a layer of {w.shape[1]} -> {w.shape[0]} does not fit this config's "
+                                 f"{layer.weight.shape[1]} -> {layer.weight.shape[0]}")
+            layer.weight.copy_(th.as_tensor(np.array(w)))
+            layer.bias.copy_(th.as_tensor(np.array(b)))
+        if scores is not None:
+            scores.weight.copy_(th.as_tensor(np.array(mlp.feature_weights)) / GAIN)
+
+
 def _set_parameters(model, params: dict, exact: bool, refusal: str) -> None:
     """``model.set_parameters``; weights of another shape are ``ValueError(refusal (torch's first line))``."""
     try:

@@ -63,7 +63,9 @@ SCHEMA: dict = {
     "checkpoint_every": Field(int, 50_000, 1, 10**10, doc="steps between checkpoints"),
     "init_from": Field(str, "", doc="a run folder whose latest network (policy and value, not the optimizer) this "
                                     "new run starts from, e.g. to fine-tune a bot against another pool; same game, "
-                                    "algorithm and network, no pretrain; '': a fresh network"),
+                                    "algorithm and network, no behaviour cloning (pretrain.steps 0); or a PPO bot "
+                                    "file (a path or a shipped bot's name, e.g. pasur/ppo), whose actor it starts "
+                                    "from (the critic starts fresh); '': a fresh network"),
     "network": {
         "hidden": Field(list, [256, 256], doc="hidden layer sizes"),
         "activation": Field(str, "tanh", choices=("tanh", "relu")),
@@ -290,9 +292,9 @@ def _check_semantics(cfg: dict) -> None:
     except (ValueError, FileNotFoundError) as err:
         raise ValueError(f"config key 'pretrain.teacher': {err}") from None
     if cfg["pretrain"]["generations"]:
-        if not cfg["pretrain"]["steps"]:
-            raise ValueError("config key 'pretrain.generations': expert iteration starts from behaviour cloning; "
-                             "set pretrain.steps too")
+        if not cfg["pretrain"]["steps"] and not cfg["init_from"]:
+            raise ValueError("config key 'pretrain.generations': expert iteration starts from behaviour cloning or "
+                             "from another network; set pretrain.steps or init_from too")
         try:   # the student is a network of this game; the heuristic stands in for it to check the spec's form
             make_policy(cfg["pretrain"]["search"].replace("{student}", "heuristic"), game, 0)
         except (ValueError, FileNotFoundError) as err:
@@ -329,8 +331,21 @@ INIT_SHARED = ("game", "algorithm", "network.hidden", "network.activation", "net
                "network.critic")
 
 
+def init_bot(cfg: dict):
+    """The bot file ``init_from`` names (a path that is not a folder, or a shipped bot's name), else None: a run
+    folder."""
+    from kahve import checkpoints
+    name = os.path.expanduser(cfg["init_from"])
+    if not name or os.path.isdir(name):
+        return None
+    if name.endswith(".onnx"):
+        return Path(name)
+    return checkpoints.find(name)
+
+
 def _check_init_from(cfg: dict) -> None:
-    """``init_from`` names a run folder with a checkpoint, of the same game, algorithm and network."""
+    """``init_from`` names a run folder with a checkpoint, of the same game, algorithm and network, or a PPO bot
+    file of this game whose network has this config's shape."""
     from .run_dir import RunDir
     where = "config key 'init_from'"
     if cfg["pretrain"]["steps"]:
@@ -338,6 +353,10 @@ def _check_init_from(cfg: dict) -> None:
                          f"{cfg['pretrain']['steps']})")
     if cfg["backend"] != "sb3":
         raise ValueError(f"{where}: starts sb3 runs only (backend {cfg['backend']!r})")
+    bot = init_bot(cfg)
+    if bot is not None:
+        _check_init_bot(cfg, bot, where)
+        return
     source = RunDir(os.path.expanduser(cfg["init_from"]))
     if not source.config.is_file() or not source.latest.weights.is_file():
         raise ValueError(f"{where}: {source} is not a run folder with a checkpoint (config.yaml and "
@@ -355,6 +374,27 @@ def _check_init_from(cfg: dict) -> None:
     if changed:
         raise ValueError(f"{where}: {source} was trained with " + ", ".join(f"{k}={theirs[k]!r}" for k in changed)
                          + ", which changes the observations or actions of this config's settings")
+
+
+def _check_init_bot(cfg: dict, path: Path, where: str) -> None:
+    from ..policies.bot import Bot, BotFileError, check_fits, mlp_from_bot
+    game = envs.game_class(cfg["game"])(**cfg["settings"])
+    try:
+        meta = Bot.read_metadata(path)[1]
+        check_fits(meta, game, str(path))
+        mlp = mlp_from_bot(path, game.action_feature_size)
+    except (BotFileError, FileNotFoundError) as err:
+        raise ValueError(f"{where}: {err}") from None
+    if cfg["algorithm"] != "ppo" or meta["algorithm"] != "ppo":
+        raise ValueError(f"{where}: a bot file starts a ppo run from a ppo bot (its logits are a policy); this is "
+                         f"{cfg['algorithm']} from a {meta['algorithm']} bot")
+    hidden = [w.shape[0] for w in mlp.weights[:-1]]
+    features = bool(cfg["network"]["action_features"] and game.action_feature_size)
+    theirs = (hidden, mlp.activation, mlp.feature_weights is not None)
+    if theirs != (list(cfg["network"]["hidden"]), cfg["network"]["activation"], features):
+        raise ValueError(f"{where}: {path} has network.hidden {hidden}, activation {mlp.activation}, action "
+                         f"features {theirs[2]}; this config {cfg['network']['hidden']}, "
+                         f"{cfg['network']['activation']}, {features}")
 
 
 def cuda_available() -> tuple[bool, str]:

@@ -234,40 +234,48 @@ class Cloning:
         t = time.perf_counter()
         seconds_before = done["seconds"]
         try:
-            if self.demonstrations is None:
-                self.demonstrations = self._collect(pre["steps"], cfg["seed"] + 17)
-                done["collected"] = 1
-                self.log(f"behaviour cloning: {len(self.demonstrations['actions']):,} decisions of {pre['teacher']} "
-                         f"collected in {time.perf_counter() - t:.0f} s")
-            else:
-                self.log(f"behaviour cloning resumed: {len(self.demonstrations['actions']):,} decisions from the "
-                         f"checkpoint, {done['fits']} of {1 + pre['dagger_rounds']} fits done")
-            if done["fits"] == 0:
-                done["stats"] = self._fit(model, pre["epochs"], cfg["seed"], "behaviour cloning")
-                done["fits"] = 1
-            for k in range(done["fits"] - 1, pre["dagger_rounds"]):
-                if done["collected"] < k + 2:
-                    more = self._collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1),
-                                         MLP.from_sb3(model), stage=f"DAgger {k + 1}/{pre['dagger_rounds']}")
-                    played_like_teacher = float(more["agree"].mean())
-                    self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
-                             f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
-                    self.demonstrations = {key: np.concatenate([self.demonstrations[key], more[key]])
-                                           for key in self.demonstrations}
-                    done["collected"] = k + 2
-                    done["rounds"].append({"round": k + 1, "states": len(more["actions"]),
-                                           "played_like_teacher": played_like_teacher})
-                done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + k + 1,
-                                          f"DAgger {k + 1}/{pre['dagger_rounds']}")
-                done["fits"] = k + 2
+            if pre["steps"]:        # else expert iteration goes on from init_from's network
+                self._clone(model, t)
             generations = done.setdefault("generations", [])
             for g in range(len(generations) + 1, pre["generations"] + 1):
                 self._generation(model, g)
         finally:
             self.seconds = time.perf_counter() - t
             done["seconds"] = seconds_before + self.seconds
-        return {"decisions": len(self.demonstrations["actions"]), "seconds": done["seconds"], **done["stats"],
+        cloned = 0 if self.demonstrations is None else len(self.demonstrations["actions"])
+        return {"decisions": cloned, "seconds": done["seconds"], **done["stats"],
                 "dagger": done["rounds"], "generations": done.get("generations", [])}
+
+    def _clone(self, model, t: float) -> None:
+        """Behaviour cloning of ``pretrain.teacher``, then its DAgger rounds, from where the progress says."""
+        import time
+        cfg, pre, done = self.cfg, self.cfg["pretrain"], self.progress
+        if self.demonstrations is None:
+            self.demonstrations = self._collect(pre["steps"], cfg["seed"] + 17)
+            done["collected"] = 1
+            self.log(f"behaviour cloning: {len(self.demonstrations['actions']):,} decisions of {pre['teacher']} "
+                     f"collected in {time.perf_counter() - t:.0f} s")
+        else:
+            self.log(f"behaviour cloning resumed: {len(self.demonstrations['actions']):,} decisions from the "
+                     f"checkpoint, {done['fits']} of {1 + pre['dagger_rounds']} fits done")
+        if done["fits"] == 0:
+            done["stats"] = self._fit(model, pre["epochs"], cfg["seed"], "behaviour cloning")
+            done["fits"] = 1
+        for k in range(done["fits"] - 1, pre["dagger_rounds"]):
+            if done["collected"] < k + 2:
+                more = self._collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1),
+                                     MLP.from_sb3(model), stage=f"DAgger {k + 1}/{pre['dagger_rounds']}")
+                played_like_teacher = float(more["agree"].mean())
+                self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
+                         f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
+                self.demonstrations = {key: np.concatenate([self.demonstrations[key], more[key]])
+                                       for key in self.demonstrations}
+                done["collected"] = k + 2
+                done["rounds"].append({"round": k + 1, "states": len(more["actions"]),
+                                       "played_like_teacher": played_like_teacher})
+            done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + k + 1,
+                                      f"DAgger {k + 1}/{pre['dagger_rounds']}")
+            done["fits"] = k + 2
 
     # ----- expert iteration ---------------------------------------------------------------------------------
     def _generation(self, model, g: int) -> None:

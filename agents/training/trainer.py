@@ -21,10 +21,11 @@ from pathlib import Path
 
 from ... import envs
 from ..evaluation.evaluate import evaluate
-from ..policies.bot import export_onnx
+from ..policies.bot import export_onnx, mlp_from_bot
 from ..policies.network import MLP
 from ..threads import limit_threads
-from .checkpoint import restore_learner, restore_model, save_learner, start_from
+from .checkpoint import restore_learner, restore_model, save_learner, start_from, start_from_bot
+from .config import init_bot
 from .league import League
 from .learner_env import LearnerEnv
 from .opponents import OpponentPool
@@ -163,9 +164,10 @@ class Schedule:
 
     @classmethod
     def fresh(cls, cfg: dict) -> "Schedule":
-        league = cfg["opponents"]["league"]
+        league, pre = cfg["opponents"]["league"], cfg["pretrain"]
+        cloning = pre["steps"] or pre["generations"]          # (expert iteration from init_from: no cloning first)
         return cls(cfg["opponents"]["self_play"]["every"] or None, cfg["evaluation"]["every"] or None,
-                   cfg["checkpoint_every"], pretrain=Cloning(cfg, None).progress if cfg["pretrain"]["steps"] else None,
+                   cfg["checkpoint_every"], pretrain=Cloning(cfg, None).progress if cloning else None,
                    next_reweight=league["every"] if league["weighting"] == "pfsp" else None)
 
     @classmethod
@@ -224,8 +226,14 @@ class Trainer:
         try:
             self.model = build_model(cfg, self.vec, run.root)
             if checkpoint is None and cfg["init_from"]:
-                start_from(self.model, RunDir(os.path.expanduser(cfg["init_from"])).latest)
-                log(f"the network starts from {cfg['init_from']}'s latest checkpoint")
+                bot = init_bot(cfg)
+                if bot is None:
+                    start_from(self.model, RunDir(os.path.expanduser(cfg["init_from"])).latest)
+                    log(f"the network starts from {cfg['init_from']}'s latest checkpoint")
+                else:
+                    game = envs.game_class(cfg["game"])(**cfg["settings"])
+                    start_from_bot(self.model, mlp_from_bot(bot, game.action_feature_size), str(bot))
+                    log(f"the actor starts from the bot file {bot} (the critic starts fresh)")
             if checkpoint is not None:
                 restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
                 if self.cloning is None and getattr(self.model, "demo_weight", 0) > 0 \

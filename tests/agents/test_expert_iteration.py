@@ -65,7 +65,7 @@ def test_two_generations_resume_from_their_cached_labels(tmp_path, capsys):
 def test_the_search_of_expert_iteration_is_checked_when_the_config_loads():
     with pytest.raises(ValueError, match="config key 'pretrain.search'"):
         config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*TINY, "pretrain.search=rollout:x:{student}"])
-    with pytest.raises(ValueError, match="set pretrain.steps too"):
+    with pytest.raises(ValueError, match="set pretrain.steps or init_from too"):
         config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*TINY, "pretrain.steps=0"])
 
 
@@ -83,3 +83,42 @@ def test_generation_fits_use_their_own_learning_rate(tmp_path, monkeypatch):
                            f"output={tmp_path / 'run'}"])
     train(cfg, progress=False, log=lambda *a: None)
     assert rates == [cfg["pretrain"]["learning_rate"], 0.00002]      # the cloning's, then the generation's
+
+
+# ----- expert iteration from a bot file (init_from: BOT) -------------------------------------------------------------
+FROM_BOT = [*TINY, "pretrain.steps=0", "pretrain.generations=1", "pretrain.search=endgame:4:{student}",
+            "init_from=pishti/ppo_2p"]
+
+
+def test_expert_iteration_goes_on_from_a_bot_files_network(tmp_path):
+    out = tmp_path / "run"
+    cfg = config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*FROM_BOT, f"output={out}"])
+    lines = []
+    summary = train(cfg, progress=False, log=lines.append)
+    assert not summary["interrupted"] and summary["steps"] == 128
+    assert any("the actor starts from the bot file" in line for line in lines)
+    assert not any("decisions of" in line for line in lines)                        # no cloning first
+    # the first student is the bot file's network, exactly: its actor was loaded whole, the critic is not in it
+    game = envs.game_class("pishti")(players=2, episode="deal")
+    shipped = Bot.load(ROOT / "checkpoints" / "pishti" / "ppo_2p.onnx", game=game)
+    student = Bot.load(out / "generations" / "student_0.onnx", game=game)
+    for seed in range(5):
+        st = game.new_state(seed)
+        obs = st.observation(st.current_player)
+        assert np.allclose(shipped.logits(obs), student.logits(obs), atol=1e-4)
+    report = json.loads((out / "pretrain.json").read_text())
+    assert report["decisions"] == 0 and [g["generation"] for g in report["generations"]] == [1]
+    assert report["generations"][0]["states"] >= 150
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (["init_from=pasur/ppo"], "a bot for pasur, not pishti"),
+    (["init_from=pishti/dqn_2p"], "from a ppo bot"),
+    (["network.hidden=[64]"], "has network.hidden \\[256, 256\\]"),
+    (["network.action_features=false"], "action features True"),
+    (["pretrain.steps=100"], "pretrain.steps must be 0"),
+    (["init_from=nowhere/none"], "not a run folder"),
+])
+def test_init_from_a_bot_file_is_checked_when_the_config_loads(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*FROM_BOT, *overrides])
