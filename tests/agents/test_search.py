@@ -14,6 +14,7 @@ from kahve.agents import make_policy
 from kahve.agents.evaluation.evaluate import evaluate, format_report
 from kahve.agents.policies.base import RandomPolicy, decide
 from kahve.agents.policies.bot import Bot
+from kahve.agents.policies.endgame import EndgamePolicy
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.policies.ismcts import ISMCTS
 from kahve.agents.policies.levels import EASY_TEMPERATURE, LEVELS, hard_spec, shipped_bot
@@ -245,9 +246,12 @@ def test_levels_of_a_bot():
     same = make_policy(hard_spec(g, BOT), g, 1)                      # what docs/search.md measures
     assert type(hard) is type(same) and hard.name == f"{BOT}:hard"
     assert play(hard, g, 1) == play(same, g, 1)
-    pasur = envs.game_class("pasur")(episode="deal")                 # hard elsewhere: the rollout search
-    rollout = make_policy("pasur/ppo:hard", pasur, 1)
+    yedili = envs.game_class("pis_yedili")(players=2, episode="deal")   # Pis Yedili's: the rollout search
+    rollout = make_policy("pis_yedili/ppo_2p:hard", yedili, 1)
     assert isinstance(rollout, RolloutPolicy) and isinstance(rollout.base, Bot) and rollout.margin > 0
+    pasur = envs.game_class("pasur")(episode="deal")                 # Pâsur's: the same, with the solved last hand
+    both = make_policy("pasur/ppo:hard", pasur, 1)
+    assert isinstance(both, EndgamePolicy) and isinstance(both.policy, RolloutPolicy) and both.policy.margin > 0
 
 
 def test_a_bare_level_is_the_shipped_bot_that_fits_the_table():
