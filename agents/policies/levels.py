@@ -33,6 +33,7 @@ EASY_TEMPERATURE = 5.0
 HARD = {"pasur": "endgame:rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "pis_yedili": "rollout:64,z=1:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
+
 def shipped_bot(game) -> str:
     """The spec (``pishti/ppo_2p``) of the shipped bot of ``game`` that the bare levels use: among those that
     fit its settings, the first PPO bot by name (its logits are a policy, which ``easy`` samples), else the
