@@ -75,13 +75,14 @@ class EndgamePolicy:
         hidden cards' places) is solved once and counted as often as it was drawn."""
         seat = state.current_player
         counts: dict = {}
-        for _ in range(self.worlds):
+        single = self.solver.single_world                     # a hand without hidden cards: one world, K times
+        for _ in range(1 if single else self.worlds):
             world = state.determinize(seat, self.rng)
             key = repr(world.to_dict())
             if key in counts:
                 counts[key][1] += 1
             else:
-                counts[key] = [world, 1]
+                counts[key] = [world, self.worlds if single else 1]
         totals = dict.fromkeys(state.legal_actions(), 0.0)
         for world, n in counts.values():
             values = self.solver.move_values(world)

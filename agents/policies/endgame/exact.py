@@ -11,6 +11,8 @@ from __future__ import annotations
 class EngineSolver:
     """The exact value of every legal action of the player to act, both sides playing perfectly afterwards."""
 
+    single_world = False            # True where the hand solved hides no card (``determinize`` deals the truth)
+
     @staticmethod
     def fits(game) -> bool:
         return game.num_sides == 2
@@ -59,6 +61,8 @@ class PasurLastHand(EngineSolver):
     captured card was played face up, so the opponent's hand is exactly the cards the seat has not seen
     (``determinize`` can only deal it back). The rest of the round is at most 8 plays and their captures, which the
     engine solves outright (a few to a few tens of milliseconds); the round's scoring is the engine's own."""
+
+    single_world = True             # every world ``determinize`` draws here is the true one: one is enough
 
     @staticmethod
     def fits(game) -> bool:

@@ -25,6 +25,8 @@ EMPTY = -1          # the pile's top rank when the pile is empty
 class PishtiLastHand:
     """The values of the moves of the player to act in a fully known world, from that player's side."""
 
+    single_world = False            # the opponent's hand and the face-down cards stay hidden in the last hand
+
     @staticmethod
     def fits(game) -> bool:
         return game.name == "pishti" and game.num_players == 2
