@@ -99,14 +99,20 @@ def test_the_pasur_last_hand_is_played_perfectly():
             exact.values())
 
 
+@pytest.mark.parametrize("game, solver", [(pasur, PasurLastHand), (pishti, PishtiLastHand)])
+def test_single_world_says_whether_determinize_can_deal_anything_but_the_truth(game, solver):
+    game = game()
+    truths = [all(repr(st.determinize(st.current_player, random.Random(k)).to_dict()) == repr(st.to_dict())
+                  for k in range(5)) for st in last_hand_states(game, range(30, 40))]
+    assert solver.single_world == all(truths)
+
+
 def test_the_pasur_last_hand_is_one_world_drawn_once(monkeypatch):
-    # PasurLastHand.single_world: determinize() can only deal the true world back there, so one draw is enough
+    # PasurLastHand.single_world (checked above): one draw is the true world, counted K times
     game = pasur()
     state_class = type(game.new_state(0))
     real = state_class.determinize
     for st in last_hand_states(game, range(30, 36)):
-        seat = st.current_player
-        assert all(repr(real(st, seat, random.Random(k)).to_dict()) == repr(st.to_dict()) for k in range(5))
         draws = []
         monkeypatch.setattr(state_class, "determinize", lambda self, seat, rng: draws.append(1) or real(self, seat, rng))
         totals = EndgamePolicy(game, make_policy("random", game, 0), worlds=16, seed=1).move_totals(st)
@@ -114,7 +120,6 @@ def test_the_pasur_last_hand_is_one_world_drawn_once(monkeypatch):
         assert len(draws) == 1
         exact = engine_values(st)
         assert totals == {a: 16 * v for a, v in exact.items()}
-    assert not PishtiLastHand.single_world
 
 
 def test_the_solver_fits_only_two_player_pishti_and_the_last_hand():

@@ -75,14 +75,15 @@ class EndgamePolicy:
         hidden cards' places) is solved once and counted as often as it was drawn."""
         seat = state.current_player
         counts: dict = {}
-        single = self.solver.single_world                     # a hand without hidden cards: one world, K times
-        for _ in range(1 if single else self.worlds):
+        draws = 1 if self.solver.single_world else self.worlds    # a hand without hidden cards: one world, K times
+        weight = self.worlds // draws
+        for _ in range(draws):
             world = state.determinize(seat, self.rng)
             key = repr(world.to_dict())
             if key in counts:
-                counts[key][1] += 1
+                counts[key][1] += weight
             else:
-                counts[key] = [world, self.worlds if single else 1]
+                counts[key] = [world, weight]
         totals = dict.fromkeys(state.legal_actions(), 0.0)
         for world, n in counts.values():
             values = self.solver.move_values(world)
