@@ -143,7 +143,8 @@ DRAW = 68
 PASS = 69
 TAKE_PENALTY = 70
 NUM_ACTIONS = 71
-OBS_SIZE = 183
+MOVE_FEATURES = 16             # numbers per action in the observation's last block (appraisal.py)
+OBS_SIZE = 183 + NUM_ACTIONS * MOVE_FEATURES
 
 FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP, DEAL_END = range(6)
 # determinize: re-deals (then exact draws) tried per hand, builds of the whole deal, exchanges per card at last
@@ -192,12 +193,13 @@ SETTINGS = SettingsSpec("pis_yedili", [
 class PisYediliGame(Game):
     name = "pis_yedili"
     space_settings = ("players",)
-    version = 0
+    version = 1
     settings_spec = SETTINGS
-    obs_low = -1.0
+    obs_low = -10.0
     obs_high = 10.0
     points_sign = -1
     cap_setting = "max_deals"
+    action_feature_size = MOVE_FEATURES
 
     # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
     title = "Pis Yedili"
@@ -240,13 +242,19 @@ class PisYediliGame(Game):
         ObsBlock("match totals of self, next(self), ..., padded to 4", 4, "/ `game_end_penalty`, clipped at 10", key="totals"),
         ObsBlock("player count (one-hot 2, 3, 4)", 3, "0 or 1", key="players"),
         ObsBlock("direction of play", 1, "+1 or −1", key="direction"),
+        ObsBlock("per action, my turn only: what the move sheds, keeps and risks (envs/pis_yedili/appraisal.py): "
+                 "a card played, value shed, J, 7, A, goes out, follow-up ready, suit kept, rank kept, the chance "
+                 "the next player follows, hand value kept, that value exposed to the next player going out, the "
+                 "card kept for last, the last 7 played, cards drawn, the bounce", NUM_ACTIONS * MOVE_FEATURES,
+                 "fractions (appraisal.py)", key="moves"),
     ]
     observation_notes = "Hidden: the other hands and the stock order."
     rewards_note = ("Deal points are penalties (§3d): the cards left in a hand (2-10 face value, Q K 10, A 11, J 25), "
                     "times `jack_out_multiplier` or `seven_out_multiplier` when the deal was won with a J or a 7, "
                     "plus Muamele draws (PY-11). The match ends after a deal in which someone reaches "
                     "`game_end_penalty`; the lowest total wins, ties share (PY-12); `max_deals` truncates.")
-    version_history = [(0, "first release")]
+    version_history = [(0, "first release"),
+                       (1, "the observation ends with every legal move's appraisal (16 numbers per action)")]
 
     def house_settings(self) -> list[str]:
         """The settings in force, in words, for the player guide (envs/core/guide.py)."""
@@ -300,9 +308,9 @@ class PisYediliGame(Game):
 # observation offsets, from the blocks' sizes (docs/envs/pis_yedili.md lists the blocks)
 _OFFSETS = fixed_offsets(PisYediliGame.observation_blocks)
 (OBS_TOP, OBS_NAMED_SUIT, OBS_PENDING, OBS_PHASE, OBS_FOLLOW, OBS_DRAWN, OBS_DISCARD, OBS_HAND_SIZES, OBS_STOCK,
- OBS_TOTALS, OBS_PLAYERS, OBS_DIRECTION) = (_OFFSETS[k] for k in (
+ OBS_TOTALS, OBS_PLAYERS, OBS_DIRECTION, OBS_MOVES) = (_OFFSETS[k] for k in (
     "top", "named_suit", "pending", "phase", "follow", "drawn", "discard", "hand_sizes", "stock", "totals",
-    "players", "direction"))
+    "players", "direction", "moves"))
 
 
 class PisYediliState(State):
@@ -666,7 +674,7 @@ class PisYediliState(State):
         if self.drawn:
             obs[OBS_DRAWN] = 1.0
         hands, scores, target = self.hands, self.scores, self.game.target
-        tail = [0.0] * (OBS_SIZE - OBS_HAND_SIZES)      # the blocks from the hand sizes on
+        tail = [0.0] * (OBS_MOVES - OBS_HAND_SIZES)     # the blocks from the hand sizes to the move rows
         for k in range(1, n):
             size = len(hands[(seat + k) % n])
             tail[k - 1] = size / 30 if size < 30 else 1.0
@@ -677,7 +685,9 @@ class PisYediliState(State):
             tail[OBS_TOTALS - OBS_HAND_SIZES + k] = v if v < 10.0 else 10.0
         tail[OBS_PLAYERS - OBS_HAND_SIZES + n - 2] = 1.0
         tail[OBS_DIRECTION - OBS_HAND_SIZES] = self.direction
-        obs[OBS_HAND_SIZES:] = tail
+        obs[OBS_HAND_SIZES:OBS_MOVES] = tail
+        if self.current_player == seat:                 # what each of my legal actions sheds, keeps and risks
+            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
         return obs
 
     def _discard_counts(self) -> np.ndarray:
@@ -1126,3 +1136,5 @@ class PisYediliState(State):
 
 
 PisYediliGame.state_class = PisYediliState
+
+from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)

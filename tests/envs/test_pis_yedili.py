@@ -13,7 +13,8 @@ from kahve import envs
 from kahve.envs.core import IllegalActionError
 from kahve.envs.core.cards import card_str, parse_card
 from kahve.envs.pis_yedili import PisYediliGame
-from kahve.envs.pis_yedili.rules import (DRAW, FACING_SEVEN, FIRST_ROUND, FOLLOW_UP, NORMAL, PASS, PLAY_J,
+from kahve.envs.pis_yedili import appraisal
+from kahve.envs.pis_yedili.rules import (MOVE_FEATURES, OBS_SIZE, DRAW, FACING_SEVEN, FIRST_ROUND, FOLLOW_UP, NORMAL, PASS, PLAY_J,
                                          POST_DRAW, TAKE_PENALTY)
 from tests.helpers import check_hidden_information, random_game
 
@@ -460,18 +461,51 @@ def test_whole_matches_end_with_lowest_total_winning(players):
 def test_observation_shape_and_bounds():
     for players in (2, 3, 4):
         game = PisYediliGame(players=players)
-        assert game.observation_size == 183 and game.num_actions == 71
+        assert game.observation_size == OBS_SIZE == 183 + 71 * MOVE_FEATURES and game.num_actions == 71
 
         def check(st):
             for seat in range(players):
                 o = st.observation(seat)
-                assert o.shape == (183,) and o.dtype == np.float32
+                assert o.shape == (OBS_SIZE,) and o.dtype == np.float32
                 assert o.min() >= game.obs_low and o.max() <= game.obs_high
                 assert o[179 + players - 2] == 1 and o[179:182].sum() == 1
                 assert o[52:105].sum() == 1 and o[105:110].sum() == 1
                 assert np.allclose(o[:52] * 2, np.bincount(st.hands[seat], minlength=52))
+                rows = move_rows(st, seat)
+                # a row for every legal action of the player to act (F_PLAY or a draw's F_KEPT is never 0)
+                want = st.legal_actions() if seat == st.current_player else []
+                assert np.flatnonzero(np.abs(rows).sum(axis=1)).tolist() == want
             assert st.legal_mask().sum() == len(st.legal_actions())
         random_game(game, players, on_state=check)
+
+
+def move_rows(state, seat):
+    return state.observation(seat)[183:].reshape(71, MOVE_FEATURES)
+
+
+def test_move_rows_weigh_what_a_move_sheds_and_risks():
+    # P1 is on one card and P0 plays on 5H holding JS, 2H, KC. The pile shows every other club and jack, so a J
+    # naming clubs leaves P1 nothing to follow; 2H leaves them any unseen heart or 2 (white-box state)
+    st = PisYediliGame(players=2).new_state(0)
+    pile = [c for c in range(52) if c // 13 == 0 and c not in cs("KC")] + cs("JD", "JH", "5H")
+    rest = [c for c in range(52) if c not in pile + cs("JS", "2H", "KC", "9D")]
+    st.hands, st.discard, st.stock = [cs("JS", "2H", "KC"), cs("9D")], pile, rest
+    st.ctx, st.phase, st.current_player, st.first_round_left, st._legal = C("5H"), NORMAL, 0, 0, None
+    F = appraisal
+    rows = move_rows(st, 0)
+    assert move_rows(st, 1).sum() == 0.0                                  # only the player to act reads them
+    clubs, hearts, two = PLAY_J + 4 * 3 + 0, PLAY_J + 4 * 3 + 2, C("2H")     # JS names clubs / hearts
+    assert rows[clubs][F.F_FOLLOWS] == 0 and rows[clubs][F.F_EXPOSED] == 0
+    assert rows[clubs][F.F_JACK] == 1 and rows[clubs][F.F_VALUE] == pytest.approx(1.0)
+    assert rows[clubs][F.F_KEPT] == pytest.approx((2 + 10) / 100)
+    unseen = 52 - 3 - len(pile)                                           # P1's card is one of them
+    follow = (12 - 2) + (4 - 2)                 # the hearts but JH (a jack), 2H and 5H; the 2s but 2H and 2C
+    assert rows[two][F.F_FOLLOWS] == pytest.approx(follow / unseen)
+    assert rows[two][F.F_EXPOSED] == pytest.approx((25 + 10) / 100 * follow / unseen)
+    assert rows[hearts][F.F_FOLLOWS] == pytest.approx((12 - 2) / unseen)     # every jack is seen
+    draw = rows[DRAW]
+    assert draw[F.F_PLAY] == 0 and draw[F.F_DRAWN] == pytest.approx(0.1) and draw[F.F_KEPT] > (25 + 2 + 10) / 100
+    assert not rows[C("KC")].any()                                        # not legal on 5H
 
 
 # ----- hidden information (C-8) ---------------------------------------------------------------------------
