@@ -198,7 +198,7 @@ def fit(args) -> None:
     mlp = MLP([layer.weight.detach().numpy() for layer in net.layers],
               [layer.bias.detach().numpy() for layer in net.layers], "tanh",
               feature_offset=offset, feature_weights=GAIN * net.feature_weights.detach().numpy())
-    meta = bot_metadata(game, "search_distilled", n, network={"hidden": [hidden, hidden], "activation": "tanh"},
+    meta = bot_metadata(game, "distilled", n, network={"hidden": [hidden, hidden], "activation": "tanh"},
                         command="python tools/pis_yedili_late_search.py fit " + " ".join(args.files))
     export_onnx(mlp, args.out, meta)
     print(f"wrote {args.out}")

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: the tables of each game, the evaluation settings (single deals)
 SETTINGS = {"pasur": {"episode": "deal"}, "pishti": {"players": 2, "episode": "deal"},
             "pis_yedili": {"players": 2, "episode": "deal"}}
-BOTS = {"pasur": "pasur/ppo", "pishti": "pishti/ppo_2p", "pis_yedili": "pis_yedili/ppo_2p"}
+BOTS = {"pasur": "pasur/ppo", "pishti": "pishti/ppo_2p", "pis_yedili": "pis_yedili/distilled_2p"}
 
 
 def preset(name: str) -> list[tuple[str, str, str]]:

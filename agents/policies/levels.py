@@ -34,10 +34,15 @@ HARD = {"pasur": "endgame:rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 
+#: bots whose logits are a policy (``easy`` samples them): PPO's, and networks fitted to a teacher's moves by
+#: cross-entropy (tools/pis_yedili_late_search.py); a DQN's are Q-values
+POLICY_ALGORITHMS = ("ppo", "distilled")
+
+
 def shipped_bot(game) -> str:
     """The spec (``pishti/ppo_2p``) of the shipped bot of ``game`` that the bare levels use: among those that
-    fit its settings, the first PPO bot by name (its logits are a policy, which ``easy`` samples), else the
-    first other one by name."""
+    fit its settings, the first policy bot by name (PPO or distilled: its logits are a policy, which ``easy``
+    samples), else the first other one by name."""
     from kahve import checkpoints
 
     from .bot import Bot, BotFileError, BotSettingsWarning, check_fits
@@ -52,7 +57,7 @@ def shipped_bot(game) -> str:
         except BotFileError as err:
             tried.append(str(err))
             continue
-        fitting.append((meta.get("algorithm") != "ppo", spec))
+        fitting.append((meta.get("algorithm") not in POLICY_ALGORITHMS, spec))
     if fitting:
         return min(fitting)[1]
     why = ("; ".join(tried)) if tried else "none is shipped"
@@ -60,15 +65,16 @@ def shipped_bot(game) -> str:
 
 
 def first_shipped_bot(game_name: str) -> str | None:
-    """The shipped bot of ``game_name`` that the bare levels use when none fits the table: the first PPO bot by
-    name, else the first one (None: the game ships none)."""
+    """The shipped bot of ``game_name`` that the bare levels use when none fits the table: the first policy bot
+    by name, else the first one (None: the game ships none)."""
     from kahve import checkpoints
 
     from .bot import Bot, BotFileError
     found = []
     for path in sorted((checkpoints.ROOT / game_name).glob("*.onnx")):
         try:
-            found.append((Bot.read_metadata(path)[1].get("algorithm") != "ppo", f"{game_name}/{path.stem}"))
+            found.append((Bot.read_metadata(path)[1].get("algorithm") not in POLICY_ALGORITHMS,
+                          f"{game_name}/{path.stem}"))
         except BotFileError:
             continue
     return min(found)[1] if found else None

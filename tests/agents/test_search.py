@@ -247,7 +247,7 @@ def test_levels_of_a_bot():
     assert type(hard) is type(same) and hard.name == f"{BOT}:hard"
     assert play(hard, g, 1) == play(same, g, 1)
     yedili = envs.game_class("pis_yedili")(players=2, episode="deal")   # Pis Yedili's: the rollout search
-    rollout = make_policy("pis_yedili/ppo_2p:hard", yedili, 1)
+    rollout = make_policy("pis_yedili/distilled_2p:hard", yedili, 1)
     assert isinstance(rollout, RolloutPolicy) and isinstance(rollout.base, Bot) and rollout.margin > 0
     pasur = envs.game_class("pasur")(episode="deal")                 # Pâsur's: the same, with the solved last hand
     both = make_policy("pasur/ppo:hard", pasur, 1)
