@@ -92,7 +92,7 @@ Actions: ``Discrete(71)`` (§3h)
     Bare forms accepted by ``parse_action``: ``"play 7H"``; ``"JD spades"``, ``"JD S"``, ``"JD ♠"``,
     ``"play JD names spades"``; ``"take"``, ``"take penalty"``.
 
-Observation (§3i), relative to the observer, length 183:
+Observation (§3i), relative to the observer, length 1,319 (v1; v0 was the first 183):
 
     ==========================================================================  ====  =======
     block                                                                       size  offset
@@ -110,6 +110,7 @@ Observation (§3i), relative to the observer, length 183:
     match totals self, next(self), ... / game_end_penalty (clipped at 10), pad  4     175
     player count one-hot (2, 3, 4)                                              3     179
     direction of play (+1 / -1)                                                 1     182
+    per action, my turn only: what the move sheds, keeps and risks (appraisal)  1136  183
     ==========================================================================  ====  =======
 
 ``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``phase``,
