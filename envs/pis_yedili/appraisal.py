@@ -46,11 +46,12 @@ SHED_SCALE = 25.0             # a card's value (a J, the costliest card, is 1)
 _CLOSE = (1.0, 1.0, 0.5, 0.25)     # F_EXPOSED's weight by the next player's hand size (0 cards: the deal is over)
 
 
-class _Known:
-    """What every move of a decision shares: the seat's hand and the unseen cards, counted once."""
+class Known:
+    """What every move of a decision shares: the seat's hand and the unseen cards, counted once (the heuristic,
+    agents/policies/heuristics/pis_yedili.py, reads the same)."""
 
     __slots__ = ("hand", "n", "next_size", "prev_size", "unseen", "unseen_suit", "unseen_rank", "pool",
-                 "hand_value", "mean_unseen", "suit_count", "rank_count")
+                 "hand_value", "mean_unseen", "suit_count", "suit_value", "rank_count")
 
     def __init__(self, state, seat: int):
         n = state.num_players
@@ -77,23 +78,28 @@ class _Known:
         self.unseen, self.unseen_suit, self.unseen_rank = unseen, us, ur
         self.pool = sum(ur)
         self.mean_unseen = total / self.pool if self.pool else 0.0
-        sc, rc = [0] * 4, [0] * 13
+        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
         value = 0
         for c in hand:
             rc[c % 13] += 1
             value += VALUE[c]
             if c % 13 != JACK:
                 sc[c // 13] += 1
-        self.hand_value, self.suit_count, self.rank_count = value, sc, rc
+                sv[c // 13] += VALUE[c]
+        self.hand_value, self.suit_count, self.suit_value, self.rank_count = value, sc, sv, rc
+
+    def p_misses(self, k: int) -> float:
+        """The chance that the next player holds none of k given unseen cards (their hand drawn from the pool)."""
+        pool, h = self.pool, self.next_size
+        if k <= 0:
+            return 1.0
+        if h + k > pool:
+            return 0.0
+        return p_none(pool, k, h)
 
     def p_holds(self, k: int) -> float:
         """The chance that the next player holds at least one of k given unseen cards."""
-        pool, h = self.pool, self.next_size
-        if k <= 0:
-            return 0.0
-        if h + k > pool:
-            return 1.0
-        return 1.0 - p_none(pool, k, h)
+        return 1.0 - self.p_misses(k)
 
 
 def move_features(state, seat: int | None = None) -> dict:
@@ -102,7 +108,7 @@ def move_features(state, seat: int | None = None) -> dict:
     legal = state.legal_actions()
     if not legal:
         return {}
-    k = _Known(state, seat)
+    k = Known(state, seat)
     close = _CLOSE[k.next_size] if k.next_size < len(_CLOSE) else 0.0
     rows = {}
     for action in legal:
@@ -116,7 +122,7 @@ def move_features(state, seat: int | None = None) -> dict:
     return rows
 
 
-def _play_row(state, k: _Known, action: int, row: list) -> None:
+def _play_row(state, k: Known, action: int, row: list) -> None:
     hand = k.hand
     if action >= PLAY_J:
         a = action - PLAY_J
@@ -158,7 +164,7 @@ def _play_row(state, k: _Known, action: int, row: list) -> None:
         row[F_LAST] = 1.0 if last == JACK else 0.5 if last == SEVEN else -1.0 if last == ACE else 0.0
 
 
-def _draw_row(state, k: _Known, action: int, row: list) -> None:
+def _draw_row(state, k: Known, action: int, row: list) -> None:
     drawn = 1 if action == DRAW else state.pending if action == TAKE_PENALTY else 0
     row[F_DRAWN] = drawn / 10
     row[F_VALUE] = -drawn * k.mean_unseen / SHED_SCALE

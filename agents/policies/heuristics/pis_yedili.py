@@ -37,8 +37,8 @@ other hands or the stock order.
 
 from __future__ import annotations
 
-from kahve.envs.core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
-from kahve.envs.core.odds import p_none
+from kahve.envs.core.cards import ACE, JACK, SEVEN, TEN
+from kahve.envs.pis_yedili.appraisal import Known
 from kahve.envs.pis_yedili.rules import (DRAW, FACING_SEVEN, FIRST_ROUND, JACK_IDS, MATCH, ORDINARY, PASS,
                                          PLAY_J, RANK, TAKE_PENALTY, VALUE)
 
@@ -71,56 +71,23 @@ JACK_BASE = 600.0
 DRAW_SCORE = 200.0
 
 
-class _View:
-    """What the seat knows, computed once per decision."""
+class _View(Known):
+    """What the seat knows, computed once per decision: the appraisal's counts (envs/pis_yedili/appraisal.py)
+    and a few more."""
 
-    __slots__ = ("seat", "hand", "n", "next_size", "prev_size", "unseen", "unseen_suit", "unseen_rank",
-                 "unseen_jacks", "pool", "suit_count", "suit_value", "rank_count", "sevens", "jacks")
+    __slots__ = ("seat", "unseen_jacks", "sevens", "jacks")
 
     def __init__(self, state):
         seat = state.current_player
-        n = state.num_players
-        d = state.direction
-        hand = state.hands[seat]
-        packs = state.game.packs
-        self.seat, self.hand, self.n = seat, hand, n
-        self.next_size = len(state.hands[(seat + d) % n])
-        self.prev_size = len(state.hands[(seat - d) % n])
-        unseen = [packs] * NUM_CARDS
-        for c in hand:
-            unseen[c] -= 1
-        for c in state.discard:
-            unseen[c] -= 1
-        self.unseen = unseen
-        us, ur = [0] * 4, [0] * 13
-        for c in range(NUM_CARDS):
-            k = unseen[c]
-            if k:
-                us[c // 13] += k
-                ur[c % 13] += k
-        self.unseen_jacks = ur[JACK]
-        for s in range(4):
-            us[s] -= unseen[13 * s + JACK]
-        self.unseen_suit, self.unseen_rank = us, ur
-        self.pool = sum(ur)
-        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
-        for c in hand:
-            rc[c % 13] += 1
-            if c % 13 != JACK:
-                sc[c // 13] += 1
-                sv[c // 13] += VALUE[c]
-        self.suit_count, self.suit_value, self.rank_count = sc, sv, rc
-        self.sevens = rc[SEVEN]
-        self.jacks = rc[JACK]
+        super().__init__(state, seat)
+        self.seat = seat
+        self.unseen_jacks = self.unseen_rank[JACK]
+        self.sevens = self.rank_count[SEVEN]
+        self.jacks = self.rank_count[JACK]
 
     def p_no_follow(self, k: int) -> float:
         """Chance that the next player holds none of k given unseen cards (their hand drawn from the pool)."""
-        pool, h = self.pool, self.next_size
-        if k <= 0:
-            return 1.0
-        if h + k > pool:
-            return 0.0
-        return p_none(pool, k, h)
+        return self.p_misses(k)
 
     def p_next_holds(self, rank: int) -> float:
         return 1.0 - self.p_no_follow(self.unseen_rank[rank])
