@@ -15,7 +15,8 @@ level      policy
 
 Specs (:mod:`.specs`): ``BOT:LEVEL`` for a bot file or a shipped bot's name (``pishti/ppo_2p:hard``), or
 ``LEVEL`` alone for the game's shipped bot: among those that fit the table's settings (a bot trained for 2
-players does not fit a 4-player table), the first PPO bot by name, else the first other one (:func:`shipped_bot`).
+players does not fit a 4-player table), the first policy bot (PPO or distilled) by name, else the first other
+one (:func:`shipped_bot`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from kahve.agents.policies.bot import Bot
 from kahve.agents.policies.endgame import EndgamePolicy
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.policies.ismcts import ISMCTS
-from kahve.agents.policies.levels import EASY_TEMPERATURE, LEVELS, hard_spec, shipped_bot
+from kahve.agents.policies.levels import EASY_TEMPERATURE, LEVELS, first_shipped_bot, hard_spec, shipped_bot
 from kahve.agents.policies.rollout import RolloutPolicy, deal_value, masked_choices
 
 PISHTI = dict(players=2, episode="deal")
@@ -261,4 +261,16 @@ def test_a_bare_level_is_the_shipped_bot_that_fits_the_table():
         assert make_policy(level, g, 0).name == f"{BOT}:{level}"
     with pytest.raises(ValueError, match="no shipped pishti bot fits these settings"):
         make_policy("hard", envs.game_class("pishti")(players=4))
+
+
+def test_a_bare_level_takes_a_policy_network_before_a_dqn(tmp_path, monkeypatch):
+    # a distilled network's scores are a policy, as PPO's are; a DQN's are Q-values. Named so that the DQN
+    # comes first by name, the distilled network must still be chosen
+    from kahve import checkpoints
+    (tmp_path / "pis_yedili").mkdir()
+    shutil.copy(checkpoints.ROOT / "pis_yedili" / "dqn_2p.onnx", tmp_path / "pis_yedili" / "a.onnx")
+    shutil.copy(checkpoints.ROOT / "pis_yedili" / "distilled_2p.onnx", tmp_path / "pis_yedili" / "b.onnx")
+    monkeypatch.setattr(checkpoints, "ROOT", tmp_path)
+    assert shipped_bot(envs.game_class("pis_yedili")(players=2)) == "pis_yedili/b"
+    assert first_shipped_bot("pis_yedili") == "pis_yedili/b"
 
