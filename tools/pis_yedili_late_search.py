@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import random
 import sys
@@ -37,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kahve import envs                                                     # noqa: E402
 from kahve.agents.policies.heuristics import heuristic_for                 # noqa: E402
-from kahve.agents.policies.rollout import RolloutPolicy                    # noqa: E402
+from kahve.agents.policies.rollout import RolloutPolicy, margin_choice     # noqa: E402
 from kahve.agents.progress import progress_bar                             # noqa: E402
 from kahve.envs.pis_yedili.rules import (DRAW, FIRST_ROUND, MOVE_FEATURES, NUM_ACTIONS, OBS_DISCARD,  # noqa: E402
                                          OBS_MOVES, OBS_NAMED_SUIT, OBS_PHASE, OBS_TOP, PLAY_J)
@@ -49,21 +48,6 @@ def is_late(state, seat: int, legal: list[int]) -> bool:
     """Either hand at three cards or fewer, or a jack among the legal moves."""
     return (len(state.hands[seat]) <= 3 or len(state.hands[1 - seat]) <= 3
             or any(PLAY_J <= a < DRAW for a in legal))
-
-
-def search_label(search: RolloutPolicy, state, seat: int, legal: list[int], base: int, z: float):
-    """(label, its mean gain over ``base``): the search's best move if it beats ``base`` by z standard errors."""
-    worlds = [(state.determinize(seat, search.rng), search.rng.getrandbits(32)) for _ in range(search.rollouts)]
-    values = [[search._rollout(world, a, seed, seat) for world, seed in worlds] for a in legal]
-    means = [sum(v) / len(v) for v in values]
-    i, j = max(range(len(legal)), key=means.__getitem__), legal.index(base)
-    if i != j:
-        d = [x - y for x, y in zip(values[i], values[j])]
-        m = sum(d) / len(d)
-        sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1))
-        if m > z * sd / math.sqrt(len(d)):
-            return legal[i], m
-    return base, 0.0
 
 
 def label(args) -> None:
@@ -89,7 +73,7 @@ def label(args) -> None:
                 base = heuristic.choose(state, legal)
                 late = is_late(state, seat, legal)
                 if len(legal) >= 2 and (late or not args.late_only):
-                    action, gain = search_label(search, state, seat, legal, base, args.z) \
+                    action, gain = margin_choice(search.action_values(state, legal, seat), legal, base, args.z) \
                         if late and args.worlds else (base, 0.0)
                     for k, v in zip(KEYS, (state.observation(seat), state.legal_mask(), action, late,
                                            action != base, gain)):
@@ -128,7 +112,7 @@ def fit(args) -> None:
     import torch as th
     from kahve.agents.policies.bot import bot_metadata, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.agents.training.action_features import GAIN, feature_layout
+    from kahve.agents.training.action_features import FeatureScores, feature_layout
 
     th.manual_seed(args.seed)
     th.set_num_threads(1)
@@ -156,11 +140,11 @@ def fit(args) -> None:
             super().__init__()
             self.layers = th.nn.ModuleList([th.nn.Linear(obs.shape[1], hidden), th.nn.Linear(hidden, hidden),
                                             th.nn.Linear(hidden, actions)])
-            self.feature_weights = th.nn.Parameter(th.zeros(size))
+            self.scores = FeatureScores(offset, actions, size)        # kahve's action-feature head
 
         def forward(self, x):
             h = th.tanh(self.layers[1](th.tanh(self.layers[0](x))))
-            return self.layers[2](h) + GAIN * (x[:, offset:].reshape(-1, actions, size) @ self.feature_weights)
+            return self.layers[2](h) + self.scores(x)
 
     net = Net()
     opt = th.optim.Adam(net.parameters(), lr=args.lr)
@@ -195,9 +179,10 @@ def fit(args) -> None:
             update(epoch + 1, args.epochs)
             if epoch % 4 == 3 or epoch == args.epochs - 1:
                 print(f"epoch {epoch + 1}: held-out agreement: {agreement()}", flush=True)
+    offset, feature_weights = net.scores.exported()
     mlp = MLP([layer.weight.detach().numpy() for layer in net.layers],
               [layer.bias.detach().numpy() for layer in net.layers], "tanh",
-              feature_offset=offset, feature_weights=GAIN * net.feature_weights.detach().numpy())
+              feature_offset=offset, feature_weights=feature_weights)
     meta = bot_metadata(game, "distilled", n, network={"hidden": [hidden, hidden], "activation": "tanh"},
                         command="python tools/pis_yedili_late_search.py fit " + " ".join(args.files))
     export_onnx(mlp, args.out, meta)

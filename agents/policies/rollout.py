@@ -61,26 +61,20 @@ class RolloutPolicy:
         if len(legal) == 1:
             return legal[0]
         seat = state.current_player
+        values = self.action_values(state, legal, seat)
+        if self.margin <= 0:
+            totals = [sum(v) for v in values]
+            return legal[totals.index(max(totals))]
+        base_action = self._base_choice(state, legal, self.rng.getrandbits(32))
+        return margin_choice(values, legal, base_action, self.margin)[0]
+
+    def action_values(self, state, legal: list[int], seat: int) -> list[list[float]]:
+        """``seat``'s value of every legal action in each of K worlds drawn for it (the same worlds and rollout
+        seeds for every action): ``values[i][w]``."""
         worlds = [(state.determinize(seat, self.rng), self.rng.getrandbits(32)) for _ in range(self.rollouts)]
         if self._scorer is not None:
-            values = self._lockstep(worlds, legal, seat)
-        else:
-            values = [[self._rollout(world, a, seed, seat) for world, seed in worlds] for a in legal]
-        totals = [sum(v) for v in values]
-        best = max(totals)
-        i = totals.index(best)
-        if self.margin <= 0:
-            return legal[i]
-        # conservative: keep the base policy's choice unless the best is better by `margin` standard errors
-        base_action = self._base_choice(state, legal, self.rng.getrandbits(32))
-        j = legal.index(base_action)
-        if i == j:
-            return base_action
-        diff = [x - y for x, y in zip(values[i], values[j])]
-        k = len(diff)
-        mean = sum(diff) / k
-        sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1)) if k > 1 else 0.0
-        return legal[i] if mean > self.margin * sd / math.sqrt(k) else base_action
+            return self._lockstep(worlds, legal, seat)
+        return [[self._rollout(world, a, seed, seat) for world, seed in worlds] for a in legal]
 
     # ----- the base policy ------------------------------------------------------------------------------
     def _base_choice(self, state, legal: list[int], seed: int) -> int:
@@ -135,6 +129,20 @@ class RolloutPolicy:
             active = still
         k = len(worlds)
         return [[deal_value(sims[n * k + w], deal, seat) for w in range(k)] for n in range(len(legal))]
+
+
+def margin_choice(values: list[list[float]], legal: list[int], base_action: int, margin: float):
+    """(action, its mean gain): the action with the best total in ``values`` if its mean advantage over
+    ``base_action``, paired per world, exceeds ``margin`` standard errors; else (``base_action``, 0.0)."""
+    totals = [sum(v) for v in values]
+    i, j = totals.index(max(totals)), legal.index(base_action)
+    if i == j:
+        return base_action, 0.0
+    diff = [x - y for x, y in zip(values[i], values[j])]
+    k = len(diff)
+    mean = sum(diff) / k
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1)) if k > 1 else 0.0
+    return (legal[i], mean) if mean > margin * sd / math.sqrt(k) else (base_action, 0.0)
 
 
 def deal_value(sim, deal: int, seat: int) -> float:
