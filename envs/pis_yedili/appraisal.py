@@ -88,6 +88,13 @@ class Known:
                 sv[c // 13] += VALUE[c]
         self.hand_value, self.suit_count, self.suit_value, self.rank_count = value, sc, sv, rc
 
+    def followers(self, card: int, named: int | None = None) -> int:
+        """How many unseen cards could be played on ``card``: any J, and a card of its suit or rank (on a J: of
+        the suit ``named``)."""
+        if named is not None:
+            return self.unseen_suit[named] + self.unseen_rank[JACK]
+        return self.unseen_suit[card // 13] + self.unseen_rank[card % 13] - self.unseen[card] + self.unseen_rank[JACK]
+
     def p_misses(self, k: int) -> float:
         """The chance that the next player holds none of k given unseen cards (their hand drawn from the pool)."""
         pool, h = self.pool, self.next_size
@@ -129,7 +136,7 @@ def _play_row(state, k: Known, action: int, row: list) -> None:
         card, named = JACK_IDS[a >> 2], a & 3
         row[F_JACK] = 1.0
         row[F_SUIT_KEPT] = k.suit_count[named] / 7
-        row[F_FOLLOWS] = k.p_holds(k.unseen_suit[named] + k.unseen_rank[JACK])
+        row[F_FOLLOWS] = k.p_holds(k.followers(card, named))
     else:
         card = action
         rank, suit = RANK[card], card // 13
@@ -141,7 +148,7 @@ def _play_row(state, k: Known, action: int, row: list) -> None:
             if k.rank_count[SEVEN] == 1:
                 row[F_LAST_SEVEN] = k.p_holds(follows)
         else:
-            follows = k.unseen_suit[suit] + k.unseen_rank[rank] - k.unseen[card] + k.unseen_rank[JACK]
+            follows = k.followers(card)
         row[F_FOLLOWS] = k.p_holds(follows)
         again = rank == ACE or (ORDINARY[rank] and state.discard and state.game.twin and (
             state.discard[-1] == card if state.game.twin == 1 else RANK[state.discard[-1]] == rank))
@@ -173,12 +180,7 @@ def _draw_row(state, k: Known, action: int, row: list) -> None:
     # no longer binds)
     if state.discard:
         top = state.discard[-1]
-        if RANK[top] == JACK:
-            named = state.ctx // 13
-            follows = k.unseen_suit[named] + k.unseen_rank[JACK]
-        else:
-            follows = (k.unseen_suit[top // 13] + k.unseen_rank[RANK[top]] - k.unseen[top]
-                       + k.unseen_rank[JACK])
+        follows = k.followers(top, state.ctx // 13 if RANK[top] == JACK else None)
         row[F_FOLLOWS] = k.p_holds(follows)
     else:
         row[F_FOLLOWS] = 1.0

@@ -75,13 +75,12 @@ class _View(Known):
     """What the seat knows, computed once per decision: the appraisal's counts (envs/pis_yedili/appraisal.py)
     and a few more."""
 
-    __slots__ = ("seat", "unseen_jacks", "sevens", "jacks")
+    __slots__ = ("seat", "sevens", "jacks")
 
     def __init__(self, state):
         seat = state.current_player
         super().__init__(state, seat)
         self.seat = seat
-        self.unseen_jacks = self.unseen_rank[JACK]
         self.sevens = self.rank_count[SEVEN]
         self.jacks = self.rank_count[JACK]
 
@@ -161,8 +160,7 @@ class PisYediliHeuristic(ScoredHeuristic):
             s += LAST_J if lr == JACK else LAST_7 if lr == SEVEN else -LAST_A if lr == ACE else 0.0
         # rule 9: suit control and blocking
         s += W_SUIT * (v.suit_count[suit] - 1) + W_RANK * (v.rank_count[rank] - 1)
-        k = v.unseen_suit[suit] + v.unseen_rank[rank] - v.unseen[card] + v.unseen_jacks
-        s += W_BLOCK * v.urgency() * v.p_no_follow(k)
+        s += W_BLOCK * v.urgency() * v.p_no_follow(v.followers(card))
         return s
 
     # ----- a jack -------------------------------------------------------------------------------------
@@ -179,5 +177,5 @@ class PisYediliHeuristic(ScoredHeuristic):
                 s += LAST_J
         # rule 6: the named suit
         s += W_NAME_VALUE * v.suit_value[named] + W_NAME_COUNT * v.suit_count[named]
-        s += W_BLOCK * v.urgency() * v.p_no_follow(v.unseen_suit[named] + v.unseen_jacks)
+        s += W_BLOCK * v.urgency() * v.p_no_follow(v.followers(jack, named))
         return s
