@@ -40,6 +40,11 @@ HARD_DEFAULT = "rollout:64,z=1:{bot}"
 POLICY_ALGORITHMS = ("ppo", "distilled")
 
 
+def _preference(meta: dict, spec: str) -> tuple:
+    """Sort key of a shipped bot for the bare levels: policy bots first, then by name."""
+    return meta.get("algorithm") not in POLICY_ALGORITHMS, spec
+
+
 def shipped_bot(game) -> str:
     """The spec (``pishti/ppo_2p``) of the shipped bot of ``game`` that the bare levels use: among those that
     fit its settings, the first policy bot by name (PPO or distilled: its logits are a policy, which ``easy``
@@ -58,7 +63,7 @@ def shipped_bot(game) -> str:
         except BotFileError as err:
             tried.append(str(err))
             continue
-        fitting.append((meta.get("algorithm") not in POLICY_ALGORITHMS, spec))
+        fitting.append(_preference(meta, spec))
     if fitting:
         return min(fitting)[1]
     why = ("; ".join(tried)) if tried else "none is shipped"
@@ -74,8 +79,7 @@ def first_shipped_bot(game_name: str) -> str | None:
     found = []
     for path in sorted((checkpoints.ROOT / game_name).glob("*.onnx")):
         try:
-            found.append((Bot.read_metadata(path)[1].get("algorithm") not in POLICY_ALGORITHMS,
-                          f"{game_name}/{path.stem}"))
+            found.append(_preference(Bot.read_metadata(path)[1], f"{game_name}/{path.stem}"))
         except BotFileError:
             continue
     return min(found)[1] if found else None
