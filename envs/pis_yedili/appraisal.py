@@ -143,23 +143,24 @@ def _play_row(state, k: Known, action: int, row: list) -> None:
         row[F_SEVEN] = float(rank == SEVEN)
         row[F_ACE] = float(rank == ACE)
         row[F_SUIT_KEPT] = (k.suit_count[suit] - 1) / 7
-        if rank == SEVEN:                                 # a 7 on top: only a 7 answers it
+        if rank == SEVEN:                                 # a 7 on top: only a 7 answers it (PY-3, PY-4)
             follows = k.unseen_rank[SEVEN]
             if k.rank_count[SEVEN] == 1:
                 row[F_LAST_SEVEN] = k.p_holds(follows)
         else:
             follows = k.followers(card)
         row[F_FOLLOWS] = k.p_holds(follows)
-        again = rank == ACE or (ORDINARY[rank] and state.discard and state.game.twin and (
+        again = rank == ACE or (ORDINARY[rank] and state.discard and state.game.twin and (     # PY-5, PY-6
             state.discard[-1] == card if state.game.twin == 1 else RANK[state.discard[-1]] == rank))
         if again and len(hand) > 1:                       # I play again: a follow-up card, or a forced draw
             rest = list(hand)
             rest.remove(card)
             ok = MATCH[card]
+            # never out on an A (PY-7)
             ready = any(RANK[c] == JACK or (ok[c] and not (len(rest) == 1 and RANK[c] == ACE)) for c in rest)
             row[F_FOLLOW] = 1.0 if ready else -1.0
             row[F_FOLLOWS] = 0.0                          # the next player does not play on this card
-        if rank == TEN and state.game.bounce and k.n > 2:
+        if rank == TEN and state.game.bounce and k.n > 2:  # the bounce (PY-1, PY-2)
             row[F_BOUNCE] = (max(0, 4 - k.next_size) - max(0, 4 - k.prev_size)) / 4
     row[F_PLAY] = 1.0
     row[F_VALUE] = VALUE[card] / SHED_SCALE
