@@ -27,8 +27,12 @@ def test_bench_reports_every_figure_as_json(tmp_path, capsys):
 def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
     tiny = ["n_envs=8", "ppo.n_steps=16", "ppo.batch_size=64", "ppo.n_epochs=1", "network.hidden=[32]"]
     for layout in ("dummy", "batched"):
-        r = bench.ppo_measure("ish", 1, tiny + [f"vec_env={layout}"])
+        r = bench.ppo_measure("ish", 1, tiny + [f"vec_env={layout}", "async_rollouts=false"])
         assert r["per_s"] > 0 and 0 < r["env_share"] < 1 and r["config"]["vec_env"] == layout
+        assert r["collector_busy"] == 0
+    # async_rollouts: the env share is the learner's wait for the collector, whose own time is counted apart
+    r = bench.ppo_measure("ish", 1, tiny + ["async_rollouts=true"])
+    assert r["per_s"] > 0 and 0 <= r["env_share"] < 1 and 0 < r["collector_busy"] and r["config"]["async_rollouts"]
 
 
 def test_the_old_layout_is_the_old_default():

@@ -3,11 +3,12 @@
 # its figures are not in docs/benchmarks.md yet). From the repository root, with kahve installed in the active
 # Python environment (a CUDA build of torch):
 #
-#   bash tools/gpu_bench.sh [OUT_DIR]          # about 6 minutes; OUT_DIR defaults to $OUT, else gpu_bench_out/
+#   bash tools/gpu_bench.sh [OUT_DIR]          # never run yet (each step has a timeout); OUT_DIR: $OUT, else gpu_bench_out/
 #
 # 1. the device: nvidia-smi, torch's CUDA build, what `device: cuda` resolves to;
-# 2. MaskablePPO steps/s and env share on CPU and CUDA for Pişti and Pâsur (shipped config; 256 games; shared
-#    memory workers on every core), as `kahve bench --ppo` measures them (agents/evaluation/bench.py ppo_measure);
+# 2. MaskablePPO steps/s and env share on CPU and CUDA for Pişti and Pâsur (shipped config with and without
+#    async_rollouts; 256 games; shared memory workers on every core, inside the collector), as
+#    `kahve bench --ppo` measures them (agents/evaluation/bench.py ppo_measure);
 # 3. end to end on CUDA: a short Pişti PPO run with behaviour cloning, a short masked-DQN run, each exported and
 #    evaluated; the run folders' summaries are kept.
 # Everything it prints is also in OUT_DIR/gpu_bench.log; the measurements are in OUT_DIR/gpu_bench.json.
@@ -33,7 +34,8 @@ OUT_DIR="$out" timeout 1800 python - <<'EOF'
 import json, os
 from kahve.agents.evaluation.bench import ppo_measure
 runs = {
-    "shipped": [],
+    "shipped": [],                                   # async_rollouts: a collector process steps the games
+    "shipped_sync": ["async_rollouts=false"],
     "batched_256": ["n_envs=256", "ppo.n_steps=16"],
     "shared_256": ["vec_env=shared", "n_envs=256", "ppo.n_steps=16"],
     "shared_1024_big_batch": ["vec_env=shared", "n_envs=1024", "ppo.n_steps=8", "ppo.batch_size=8192"],

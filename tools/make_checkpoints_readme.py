@@ -40,6 +40,9 @@ def main() -> None:
             "Pishe Pasha: the interval against the heuristic reaching 50% and at least 90% against random; Ish: the",
             "known optimum (minimum stake, calling exactly when eligible). A report states the bar as it stood when",
             "its bot was exported.", "",
+            "A report's command is the one its run was made with. The shipped PPO configs have since turned on",
+            "`async_rollouts` (docs/design.md), which changes which weights collect each rollout: add",
+            "`--override async_rollouts=false` to repeat an older PPO run step for step.", "",
             "| bot | table | training | vs random | vs heuristic | bar |", "| --- | --- | --- | --- | --- | --- |",
             *rows, "", "Regenerate this page with `python tools/make_checkpoints_readme.py` after `kahve export ... --report`.", ""]
     (ROOT / "README.md").write_text("\n".join(text))

@@ -177,22 +177,27 @@ def old_layout_shipped_hyperparameters(game: str) -> list[str]:
 
 #: (d)'s runs: key -> (what it is, overrides of configs/<game>/ppo.yaml as a function of the game)
 PPO_RUNS = {
-    "ppo_old_layout": ("4 envs in DummyVecEnv, the old shipped hyperparameters (the old default)", old_layout),
+    "ppo_old_layout": ("4 envs in DummyVecEnv, the old shipped hyperparameters (the old default)",
+                       lambda game: old_layout(game) + ["async_rollouts=false"]),
     "ppo_dummy_shipped_hyperparameters": ("4 envs in DummyVecEnv, the shipped hyperparameters",
-                                          old_layout_shipped_hyperparameters),
+                                          lambda game: old_layout_shipped_hyperparameters(game)
+                                          + ["async_rollouts=false"]),
     "ppo_batched_old_hyperparameters": ("64 games in vec_env batched, the old hyperparameters",
-                                        new_layout_old_hyperparameters),
-    "ppo_shipped": ("the shipped config (its vec_env, n_envs and hyperparameters)", lambda game: []),
-    "ppo_shipped_shared": ("the shipped config in vec_env shared (one worker process per core)",
-                           lambda game: ["vec_env=shared"]),
+                                        lambda game: new_layout_old_hyperparameters(game) + ["async_rollouts=false"]),
+    "ppo_shipped_sync": ("the shipped config collected in the learner's process (async_rollouts false)",
+                         lambda game: ["async_rollouts=false"]),
+    "ppo_shipped_shared": ("the shipped config in vec_env shared (one worker process per core), synchronous",
+                           lambda game: ["vec_env=shared", "async_rollouts=false"]),
+    "ppo_shipped": ("the shipped config (its vec_env, n_envs, hyperparameters and async_rollouts)", lambda game: []),
 }
 
 
 def ppo_measure(game: str, repeats: int, overrides: list[str] = (), device: str = "cpu") -> dict:
     """(d) MaskablePPO as ``kahve train configs/<game>/ppo.yaml`` runs it (its settings, network, PPO
     hyperparameters and opponent pool), with ``overrides``: learner steps/s and the share of wall time spent in
-    the envs (stepping, resetting and serving masks), each timed over whole cycles of one rollout and one
-    update, so that the share does not depend on where a time window falls."""
+    the envs (stepping, resetting and serving masks; with ``async_rollouts``, waiting for the collector's
+    rollout), each timed over whole cycles of one rollout and one update, so that the share does not depend on
+    where a time window falls."""
     import tempfile
     from pathlib import Path
 
@@ -236,19 +241,26 @@ def ppo_measure(game: str, repeats: int, overrides: list[str] = (), device: str 
             model = build_model(cfg, env, Path(tmp))
             cycle = cfg["ppo"]["n_steps"] * cfg["n_envs"]
             model.learn(cycle)                                     # warm-up: process start, first update
-            rates, shares = [], []
+            rates, shares, busy = [], [], []
+            collector = env.unwrapped
             for _ in range(repeats):
                 Timed.env_seconds = 0.0
+                waited, collecting = (getattr(collector, k, 0.0) for k in ("waited_seconds", "collect_seconds"))
                 start_steps, start = model.num_timesteps, time.perf_counter()
                 model.learn(cycle, reset_num_timesteps=False)
                 elapsed = time.perf_counter() - start
+                waited = getattr(collector, "waited_seconds", 0.0) - waited
                 rates.append((model.num_timesteps - start_steps) / elapsed)
-                shares.append(Timed.env_seconds / elapsed)
+                shares.append((Timed.env_seconds + waited) / elapsed)
+                busy.append((getattr(collector, "collect_seconds", 0.0) - collecting) / elapsed)
     finally:
         env.close()
     return {"per_s": statistics.median(rates), "min": min(rates), "max": max(rates),
             "env_share": statistics.median(shares), "env_share_min": min(shares), "env_share_max": max(shares),
+            # async_rollouts: the collector process's time collecting, per learner wall second (0 otherwise)
+            "collector_busy": statistics.median(busy),
             "config": {"vec_env": cfg["vec_env"], "n_envs": cfg["n_envs"], "env_workers": cfg["env_workers"],
+                       "async_rollouts": cfg["async_rollouts"],
                        "network": cfg["network"]["hidden"],
                        **{k: cfg["ppo"][k] for k in ("n_steps", "batch_size", "n_epochs")}}}
 
@@ -360,9 +372,10 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
             for key, (what, overrides) in PPO_RUNS.items():
                 row[key] = r = ppo_measure(name, rep, overrides(name))
                 c = r["config"]
+                busy = f", collector busy {r['collector_busy']:.0%}" if c["async_rollouts"] else ""
                 print(f"  {'':<{len(name)}}  MaskablePPO, {what}: {_fmt(r)} steps, env share of wall time "
-                      f"{r['env_share']:.0%} [{c['vec_env']}, {c['n_envs']} envs, n_steps {c['n_steps']}, batch "
-                      f"{c['batch_size']}, {c['n_epochs']} epochs]")
+                      f"{r['env_share']:.0%}{busy} [{c['vec_env']}{' async' if c['async_rollouts'] else ''}, "
+                      f"{c['n_envs']} envs, n_steps {c['n_steps']}, batch {c['batch_size']}, {c['n_epochs']} epochs]")
             row["ppo_shipped_vs_old_layout"] = row["ppo_shipped"]["per_s"] / row["ppo_old_layout"]["per_s"]
             print(f"  {'':<{len(name)}}  shipped config / old default layout: "
                   f"{row['ppo_shipped_vs_old_layout']:.2f}x the learner steps/s")

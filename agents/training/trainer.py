@@ -54,6 +54,10 @@ def build_vec_env(cfg: dict, pool: OpponentPool):
     layout, so every layout deals the same games."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
     from .vec_env import BatchedVecEnv, ScaledRewardMonitor, SharedMemoryVecEnv, default_workers
+    if cfg.get("async_rollouts"):            # the config's envs live in a collector process (.async_rollouts)
+        from stable_baselines3.common.vec_env import VecMonitor
+        from .async_rollouts import CollectorVecEnv
+        return VecMonitor(CollectorVecEnv(cfg, pool))
     layout, n = cfg["vec_env"], cfg["n_envs"]
     seeds = [cfg["seed"] * 1000 + i for i in range(n)]
     scale = ppo_reward_scale(cfg)
@@ -79,18 +83,21 @@ def ppo_reward_scale(cfg: dict) -> float:
 
 
 def build_model(cfg: dict, vec, run_dir):
-    """A fresh model for ``cfg``; its TensorBoard logs go to ``run_dir``'s tb/."""
+    """A fresh model for ``cfg``; its TensorBoard logs go to ``run_dir``'s tb/ (None: no logs)."""
     import torch.nn as nn
     activation = {"tanh": nn.Tanh, "relu": nn.ReLU}[cfg["network"]["activation"]]
     hidden = list(cfg["network"]["hidden"])
-    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=str(RunDir(run_dir).tb))
+    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=None if run_dir is None else str(RunDir(run_dir).tb))
     game = envs.game_class(cfg["game"])(**cfg["settings"])
     features = {}
     if cfg["network"]["action_features"] and game.action_feature_size:
         from .action_features import feature_layout
         features = dict(action_features=feature_layout(game))
     if cfg["algorithm"] == "ppo":
-        from sb3_contrib import MaskablePPO
+        if cfg.get("async_rollouts"):
+            from .async_rollouts import OverlappedMaskablePPO as MaskablePPO
+        else:
+            from sb3_contrib import MaskablePPO
         policy = "MlpPolicy"
         if cfg["network"]["critic"] != "observation":   # the critic also sees the other hands (.critic)
             features["actor_inputs"] = game.observation_size
@@ -116,7 +123,7 @@ def model_from_checkpoint(cfg: dict, run: RunDir, ck: Checkpoint):
         return rllib_model(cfg, run, ck)
     _check_format(ck)
     state = ck.read_state()
-    vec = build_vec_env({**cfg, "vec_env": "dummy"}, pool_from_config(cfg))
+    vec = build_vec_env({**cfg, "vec_env": "dummy", "async_rollouts": False}, pool_from_config(cfg))
     model = build_model(cfg, vec, run.root)
     restore_model(model, ck, state.get("model", {}))
     return model
@@ -222,7 +229,8 @@ class Trainer:
             self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
                                                                        checkpoint.demonstrations)
         self.vec = build_vec_env(cfg, self.pool)
-        self.subprocesses = hasattr(self.vec.venv, "processes")      # SubprocVecEnv, SharedMemoryVecEnv
+        # SubprocVecEnv, SharedMemoryVecEnv, CollectorVecEnv
+        self.subprocesses = hasattr(self.vec.venv, "processes")
         try:
             self.model = build_model(cfg, self.vec, run.root)
             if checkpoint is None and cfg["init_from"]:
