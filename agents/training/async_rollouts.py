@@ -270,7 +270,8 @@ def _collector(conn, cfg: dict, pool, buffers: dict, shapes: dict) -> None:
 class OverlappedMaskablePPO(MaskablePPO):
     """MaskablePPO whose rollouts a :class:`CollectorVecEnv` collects one update ahead; see the module's doc."""
 
-    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool = True) -> bool:
+    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int,
+                         use_masking: bool = True) -> bool:
         collector = env.unwrapped
         if n_rollout_steps != rollout_buffer.buffer_size:
             raise ValueError("async_rollouts collects whole rollouts of ppo.n_steps")

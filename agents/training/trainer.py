@@ -87,7 +87,8 @@ def build_model(cfg: dict, vec, run_dir):
     import torch.nn as nn
     activation = {"tanh": nn.Tanh, "relu": nn.ReLU}[cfg["network"]["activation"]]
     hidden = list(cfg["network"]["hidden"])
-    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=None if run_dir is None else str(RunDir(run_dir).tb))
+    tb = None if run_dir is None else str(RunDir(run_dir).tb)
+    common = dict(verbose=0, seed=cfg["seed"], device=cfg["device"], tensorboard_log=tb)
     game = envs.game_class(cfg["game"])(**cfg["settings"])
     features = {}
     if cfg["network"]["action_features"] and game.action_feature_size:
@@ -461,9 +462,9 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
     import torch
     torch.set_num_threads(n)
     with opened_run(cfg, resume_dir, log) as (run, checkpoint):
+        layout = cfg["vec_env"] + (", rollouts collected in a second process" if cfg["async_rollouts"] else "")
         log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
-            f"with {cfg['n_envs']} envs ({cfg['vec_env']}); run folder {run}; TensorBoard: tensorboard --logdir "
-            f"{run.tb}")
+            f"with {cfg['n_envs']} envs ({layout}); run folder {run}; TensorBoard: tensorboard --logdir {run.tb}")
         return Trainer(cfg, run, checkpoint, log=log).run(progress=progress)
 
 
