@@ -82,7 +82,7 @@ class CollectorVecEnv(VecEnv):
         self.arrays = _views(buffers, self.shapes)
         self.waited_seconds = self.collect_seconds = 0.0
         self.in_flight = False
-        self._finished: list | None = None               # the done infos of a rollout received, not yet taken
+        self._finished: dict | None = None               # the done infos of a rollout received, not yet taken
         self.closed = False
         parent, child = ctx.Pipe()
         self.conn = parent

@@ -101,7 +101,9 @@ def test_env_calls_reach_the_collectors_envs(tmp_path):
         states = vec.env_method("get_rng_state")
         assert len(states) == 3 and all(s["episodes"] > 0 for s in states)
         assert vec.unwrapped._finished is not None       # the rollout that arrived meanwhile is kept
-        model.learn(96, reset_num_timesteps=False)
+        with pytest.raises(RuntimeError, match="(?s)the rollout collector process failed:.*no_such_method"):
+            vec.env_method("no_such_method")
+        model.learn(96, reset_num_timesteps=False)       # the collector goes on after a failed call
         assert model.num_timesteps == 192
     finally:
         vec.close()
