@@ -175,19 +175,23 @@ def old_layout_shipped_hyperparameters(game: str) -> list[str]:
     return ["n_envs=4", "vec_env=dummy", f"ppo.n_steps={cfg['ppo']['n_steps'] * cfg['n_envs'] // 4}"]
 
 
+def synchronous(overrides_of):
+    """``overrides_of`` with the rollouts collected in the learner's process (``async_rollouts=false``)."""
+    return lambda game: overrides_of(game) + ["async_rollouts=false"]
+
+
 #: (d)'s runs: key -> (what it is, overrides of configs/<game>/ppo.yaml as a function of the game)
 PPO_RUNS = {
     "ppo_old_layout": ("4 envs in DummyVecEnv, the old shipped hyperparameters (the old default)",
-                       lambda game: old_layout(game) + ["async_rollouts=false"]),
+                       synchronous(old_layout)),
     "ppo_dummy_shipped_hyperparameters": ("4 envs in DummyVecEnv, the shipped hyperparameters",
-                                          lambda game: old_layout_shipped_hyperparameters(game)
-                                          + ["async_rollouts=false"]),
+                                          synchronous(old_layout_shipped_hyperparameters)),
     "ppo_batched_old_hyperparameters": ("64 games in vec_env batched, the old hyperparameters",
-                                        lambda game: new_layout_old_hyperparameters(game) + ["async_rollouts=false"]),
+                                        synchronous(new_layout_old_hyperparameters)),
     "ppo_shipped_sync": ("the shipped config collected in the learner's process (async_rollouts false)",
-                         lambda game: ["async_rollouts=false"]),
+                         synchronous(lambda game: [])),
     "ppo_shipped_shared": ("the shipped config in vec_env shared (one worker process per core), synchronous",
-                           lambda game: ["vec_env=shared", "async_rollouts=false"]),
+                           synchronous(lambda game: ["vec_env=shared"])),
     "ppo_shipped": ("the shipped config (its vec_env, n_envs, hyperparameters and async_rollouts)", lambda game: []),
 }
 

@@ -36,6 +36,8 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from .game_batch import shared_view
+
 #: the arrays of sb3-contrib's MaskableRolloutBuffer that a rollout fills: name -> per-step shape (obs, actions)
 ROLLOUT_ARRAYS = {
     "observations": lambda obs, act: (obs,),
@@ -55,7 +57,8 @@ def rollout_shapes(n_steps: int, n_envs: int, obs_size: int, num_actions: int) -
 
 
 def _views(buffers: dict, shapes: dict) -> dict[str, np.ndarray]:
-    return {name: np.frombuffer(buffers[name], dtype=np.float32).reshape(shapes[name]) for name in shapes}
+    """The rollout arrays over their shared buffers (every one float32, as in SB3's rollout buffer)."""
+    return {name: shared_view(buffers[name], np.float32, shapes[name]) for name in shapes}
 
 
 def policy_vector(policy) -> np.ndarray:

@@ -30,6 +30,11 @@ ARRAYS = {
 }
 
 
+def shared_view(buffer, dtype, shape: tuple) -> np.ndarray:
+    """An array of ``shape`` over the start of ``buffer`` (e.g. a ``multiprocessing.RawArray``), without a copy."""
+    return np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+
+
 def allocate(n: int, obs_size: int, num_actions: int, alloc=None) -> dict[str, np.ndarray]:
     """The arrays of ``n`` games; ``alloc(name, nbytes)`` gives each one's buffer (e.g. shared memory), else
     numpy allocates them."""
@@ -40,8 +45,7 @@ def allocate(n: int, obs_size: int, num_actions: int, alloc=None) -> dict[str, n
         if alloc is None:
             out[name] = np.zeros(full, dtype=dtype)
         else:
-            buffer = alloc(name, max(count * np.dtype(dtype).itemsize, 1))
-            out[name] = np.frombuffer(buffer, dtype=dtype, count=count).reshape(full)
+            out[name] = shared_view(alloc(name, max(count * np.dtype(dtype).itemsize, 1)), dtype, full)
     return out
 
 
@@ -151,8 +155,7 @@ def _worker(conn, game, settings, pool, seeds, span, buffers, shapes, critic="ob
     from ..threads import limit_threads
     limit_threads()
     try:
-        full = {name: np.frombuffer(buffers[name], dtype=ARRAYS[name][0], count=int(np.prod(shapes[name])))
-                .reshape(shapes[name]) for name in ARRAYS}
+        full = {name: shared_view(buffers[name], ARRAYS[name][0], shapes[name]) for name in ARRAYS}
         mine = {name: arr[span.start:span.stop] for name, arr in full.items()}
         envs = [LearnerEnv(game, settings, pool, seed=s, critic=critic) for s in seeds]
         batch = GameBatch(envs, mine)
