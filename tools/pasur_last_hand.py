@@ -1,0 +1,167 @@
+"""Can the Pâsur network learn its round's last hand? An offline experiment (docs/search.md, "Pâsur: the last hand").
+
+In Pâsur's last hand every card is known (docs/search.md: the opponent holds exactly the cards the seat has not
+seen), and `endgame:pasur/ppo`, the shipped network with that hand solved exactly, makes about half a point a round
+more against random than the network alone. This script asks whether the network could carry that half point
+itself, without search:
+
+* ``collect``: the shipped network plays single rounds in the learner's seat against random and the heuristic
+  (equal weights); at every last-hand decision with more than one legal move the engine's solver
+  (:class:`~kahve.agents.policies.endgame.exact.PasurLastHand`) gives the exact value of every legal move, and a
+  quarter of the earlier decisions keep the network's logits (what it should go on doing there).
+* ``fit``: the shipped network (optionally widened: extra hidden units whose outgoing weights start at zero, so it
+  starts as the same function) is fitted to put its probability on the solved best moves (any of them: ties are
+  equal) while keeping its own distribution on the earlier decisions (KL), Adam, batches of 256. Every epoch it
+  reports, on a fifth of the states held out: how often its greedy move is a best one and the mean points it gives
+  away (regret) in the last hand, and how often it still plays its old move earlier in the round.
+
+    python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
+    python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from kahve import checkpoints, envs
+from kahve.agents.policies.bot import mlp_from_bot
+from kahve.agents.policies.endgame.exact import PasurLastHand
+from kahve.agents.training.learner_env import LearnerEnv
+from kahve.agents.training.opponents import OpponentPool
+
+BOT = "pasur/ppo"
+SETTINGS = {"episode": "deal", "reward": "points"}
+MID_SHARE = 0.25            # the share of earlier decisions kept as the anchor
+NEG = -1e9                  # the logit of an illegal move
+
+
+def shipped_network(game):
+    return mlp_from_bot(checkpoints.find(BOT), game.action_feature_size)
+
+
+def collect(rounds: int, seed: int, out: str) -> None:
+    env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0), ("heuristic", 1.0)]), seed=seed)
+    mlp, solver, rng = shipped_network(env.game), PasurLastHand(env.game), np.random.default_rng(seed)
+    last = {"obs": [], "mask": [], "values": []}
+    mid = {"obs": [], "mask": [], "logits": []}
+    for _ in range(rounds):
+        obs, _ = env.reset()
+        done = False
+        while not done:
+            mask = env.action_masks()
+            logits = mlp.forward(obs[None])[0]
+            if mask.sum() > 1 and solver.applies(env.state):
+                values = np.full(len(mask), np.nan, np.float32)
+                for a, v in solver.move_values(env.state).items():
+                    values[a] = v
+                last["obs"].append(obs), last["mask"].append(mask), last["values"].append(values)
+            elif mask.sum() > 1 and rng.random() < MID_SHARE:
+                mid["obs"].append(obs), mid["mask"].append(mask), mid["logits"].append(logits)
+            obs, _, term, trunc, _ = env.step(int(np.argmax(np.where(mask, logits, -np.inf))))
+            done = term or trunc
+    arrays = {f"last_{k}": np.array(v) for k, v in last.items()} | {f"mid_{k}": np.array(v) for k, v in mid.items()}
+    np.savez(out, **arrays)
+    print(f"{out}: {len(last['obs']):,} last-hand decisions, {len(mid['obs']):,} earlier ones")
+
+
+def widened(mlp, extra: int, generator):
+    """The torch parameters of ``mlp`` with ``extra`` more units in each hidden layer: new units get random
+    incoming weights and zero outgoing ones, so the network computes the same function at the start."""
+    import torch as th
+    params, before = [], 0
+    for k, (w, b) in enumerate(zip(mlp.weights, mlp.biases)):
+        more = extra if k < len(mlp.weights) - 1 else 0
+        W = th.zeros(w.shape[0] + more, w.shape[1] + before)
+        W[:w.shape[0], :w.shape[1]] = th.tensor(w)
+        if more:
+            W[w.shape[0]:] = th.randn(more, W.shape[1], generator=generator) / np.sqrt(W.shape[1])
+        params.append((th.nn.Parameter(W), th.nn.Parameter(th.cat([th.tensor(b), th.zeros(more)]))))
+        before = more
+    return params
+
+
+def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, seed: int) -> None:
+    import torch as th
+    th.set_num_threads(1)
+    game = envs.game_class("pasur")(**SETTINGS)
+    mlp = shipped_network(game)
+    data = [np.load(f) for f in files]
+    get = lambda key: th.tensor(np.concatenate([d[key] for d in data]))   # noqa: E731
+    seen = game.observation_size
+    l_obs, l_mask, values = get("last_obs")[:, :seen], get("last_mask"), get("last_values").nan_to_num(NEG)
+    m_obs, m_mask, m_logits = get("mid_obs")[:, :seen], get("mid_mask"), get("mid_logits")
+    best_value = values.max(1, keepdim=True).values
+    best = (values >= best_value - 1e-6) & l_mask
+    target = th.softmax(m_logits.masked_fill(~m_mask, NEG), 1)
+    rng = np.random.default_rng(seed)
+    l_train, l_test = np.split(rng.permutation(len(l_obs)), [len(l_obs) * 4 // 5])
+    m_train, m_test = np.split(rng.permutation(len(m_obs)), [len(m_obs) * 4 // 5])
+    layers = widened(mlp, extra, th.Generator().manual_seed(seed))
+    rows = th.nn.Parameter(th.tensor(mlp.feature_weights))
+    offset = mlp.feature_offset
+
+    def log_probs(x, mask):
+        h = x
+        for k, (w, b) in enumerate(layers):
+            h = h @ w.T + b
+            h = th.tanh(h) if k < len(layers) - 1 else h
+        h = h + x[:, offset:].reshape(len(x), h.shape[1], -1) @ rows
+        return th.log_softmax(h.masked_fill(~mask, NEG), 1)
+
+    def report(tag: str) -> None:
+        def best_share(i):
+            return best[i].gather(1, log_probs(l_obs[i], l_mask[i]).argmax(1)[:, None]).float().mean().item()
+
+        with th.no_grad():
+            i, j = th.tensor(l_test), th.tensor(m_test)
+            move = log_probs(l_obs[i], l_mask[i]).argmax(1)[:, None]
+            regret = (best_value[i] - values[i].gather(1, move)).mean().item()
+            kept = (log_probs(m_obs[j], m_mask[j]).argmax(1) == target[j].argmax(1)).float().mean().item()
+            fitted = best_share(th.tensor(l_train))
+        print(f"{tag}: held out, last hand: a best move {best_share(i):.1%}, regret {regret:.3f} points a "
+              f"decision; earlier: the old move {kept:.1%} (trained-on last hand: a best move {fitted:.1%})",
+              flush=True)
+
+    print(f"{len(l_obs):,} last-hand decisions, {len(m_obs):,} earlier ones; {len(l_test):,} and {len(m_test):,} held out")
+    report("the shipped network")
+    optimizer = th.optim.Adam([p for layer in layers for p in layer] + [rows], lr=lr)
+    batch = 256
+    for epoch in range(epochs):
+        lp, mp = rng.permutation(l_train), rng.permutation(m_train)
+        for s in range(len(lp) // batch):
+            i = th.tensor(lp[s * batch:(s + 1) * batch])
+            j = th.tensor(np.resize(mp, len(lp))[s * batch:(s + 1) * batch])
+            on_best = -th.logsumexp(log_probs(l_obs[i], l_mask[i]).masked_fill(~best[i], NEG), 1).mean()
+            kl = (target[j] * (th.log(target[j] + 1e-12) - log_probs(m_obs[j], m_mask[j]))).masked_fill(
+                ~m_mask[j], 0.0).sum(1).mean()
+            optimizer.zero_grad()
+            (on_best + anchor * kl).backward()
+            optimizer.step()
+        report(f"epoch {epoch + 1}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="play rounds with the shipped network and solve its last-hand decisions")
+    c.add_argument("--rounds", type=int, default=4000)
+    c.add_argument("--seed", type=int, default=11)
+    c.add_argument("--out", required=True, help="the .npz file to write")
+    f = sub.add_parser("fit", help="fit the network to the solved last hand, keeping its earlier play")
+    f.add_argument("files", nargs="+", help=".npz files from collect")
+    f.add_argument("--epochs", type=int, default=8)
+    f.add_argument("--widen", type=int, default=0, help="extra units in each hidden layer")
+    f.add_argument("--anchor", type=float, default=1.0, help="the weight of the earlier decisions' KL")
+    f.add_argument("--lr", type=float, default=3e-4)
+    f.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        collect(args.rounds, args.seed, args.out)
+    else:
+        fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed)
+
+
+if __name__ == "__main__":
+    main()
