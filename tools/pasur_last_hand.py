@@ -1,4 +1,5 @@
-"""Can the Pâsur network learn its round's last hand? An offline experiment (docs/search.md, "Pâsur: the last hand").
+"""Can the Pâsur network learn its round's last hand? An offline experiment (docs/search.md, "Pâsur
+against random: the missing half point is the last hand").
 
 In Pâsur's last hand every card is known (docs/search.md: the opponent holds exactly the cards the seat has not
 seen), and `endgame:pasur/ppo`, the shipped network with that hand solved exactly, makes about half a point a round
@@ -52,6 +53,7 @@ def collect(rounds: int, seed: int, out: str) -> None:
         while not done:
             mask = env.action_masks()
             logits = mlp.forward(obs[None])[0]
+            # the true state is the only world the seat cannot rule out here (PasurLastHand.single_world)
             if mask.sum() > 1 and solver.applies(env.state):
                 values = np.full(len(mask), np.nan, np.float32)
                 for a, v in solver.move_values(env.state).items():
