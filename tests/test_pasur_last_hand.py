@@ -48,7 +48,9 @@ def test_widening_starts_as_the_same_function():
 def test_a_tiny_fit_reports_every_epoch(tmp_path, capsys):
     out = tmp_path / "lh.npz"
     tool.collect(rounds=12, seed=5, out=str(out))
-    tool.fit([str(out)], epochs=1, extra=4, anchor=1.0, lr=1e-3, seed=0)
+    tool.fit([str(out)], epochs=1, extra=4, anchor=1.0, lr=1e-3, seed=0, pair=8)
     lines = capsys.readouterr().out.splitlines()
+    # widened and with the pair head, the network starts as the shipped one: it keeps every earlier move
+    assert "earlier: the old move 100.0%" in lines[-2]
     assert lines[-2].startswith("the shipped network: held out, last hand: a best move")
     assert lines[-1].startswith("epoch 1: held out") and "trained-on last hand" in lines[-1]

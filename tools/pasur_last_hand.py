@@ -14,10 +14,11 @@ itself, without search:
   starts as the same function) is fitted to put its probability on the solved best moves (any of them: ties are
   equal) while keeping its own distribution on the earlier decisions (KL), Adam, batches of 256. Every epoch it
   reports, on a fifth of the states held out: how often its greedy move is a best one and the mean points it gives
-  away (regret) in the last hand, and how often it still plays its old move earlier in the round.
+  away (regret) in the last hand, and how often it still plays its old move earlier in the round. ``--pair-head``
+  adds a head that scores each move by a small MLP over the last hidden layer, the move's row and its id.
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
-    python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256]
+    python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def widened(mlp, extra: int, generator):
     return params
 
 
-def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, seed: int) -> None:
+def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, seed: int, pair: int = 0) -> None:
     import torch as th
     th.set_num_threads(1)
     game = envs.game_class("pasur")(**SETTINGS)
@@ -103,13 +104,27 @@ def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, see
     layers = widened(mlp, extra, th.Generator().manual_seed(seed))
     rows = th.nn.Parameter(th.tensor(mlp.feature_weights))
     offset = mlp.feature_offset
+    # the pair head (``pair`` units, DouZero's way): each move scored by a small MLP over the last hidden layer, the
+    # move's row and an embedding of its id; its output weights start at zero (the same function at the start)
+    actions, width = mlp.output_size, layers[-1][0].shape[1]
+    g = th.Generator().manual_seed(seed + 1)
+    head = [th.nn.Parameter(th.randn(pair, width, generator=g) / np.sqrt(width)),
+            th.nn.Parameter(th.randn(pair, len(mlp.feature_weights), generator=g)),
+            th.nn.Parameter(th.randn(actions, pair, generator=g) * 0.1),
+            th.nn.Parameter(th.zeros(pair))] if pair else []
 
     def log_probs(x, mask):
         h = x
         for k, (w, b) in enumerate(layers):
+            hidden = h
             h = h @ w.T + b
             h = th.tanh(h) if k < len(layers) - 1 else h
-        h = h + x[:, offset:].reshape(len(x), h.shape[1], -1) @ rows
+        move_rows = x[:, offset:].reshape(len(x), h.shape[1], -1)
+        h = h + move_rows @ rows
+        if head:
+            state, by_row, by_id, out = head
+            z = th.tanh((hidden @ state.T)[:, None, :] + move_rows @ by_row.T + by_id[None])
+            h = h + z @ out
         return th.log_softmax(h.masked_fill(~mask, NEG), 1)
 
     def report(tag: str) -> None:
@@ -128,7 +143,7 @@ def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, see
 
     print(f"{len(l_obs):,} last-hand decisions, {len(m_obs):,} earlier ones; {len(l_test):,} and {len(m_test):,} held out")
     report("the shipped network")
-    optimizer = th.optim.Adam([p for layer in layers for p in layer] + [rows], lr=lr)
+    optimizer = th.optim.Adam([p for layer in layers for p in layer] + [rows] + head, lr=lr)
     batch = 256
     for epoch in range(epochs):
         lp, mp = rng.permutation(l_train), rng.permutation(m_train)
@@ -155,6 +170,8 @@ def main(argv=None) -> None:
     f.add_argument("files", nargs="+", help=".npz files from collect")
     f.add_argument("--epochs", type=int, default=8)
     f.add_argument("--widen", type=int, default=0, help="extra units in each hidden layer")
+    f.add_argument("--pair-head", type=int, default=0, help="units of a head scoring each move from the last hidden "
+                   "layer, its row and its id (0: none)")
     f.add_argument("--anchor", type=float, default=1.0, help="the weight of the earlier decisions' KL")
     f.add_argument("--lr", type=float, default=3e-4)
     f.add_argument("--seed", type=int, default=0)
@@ -162,7 +179,7 @@ def main(argv=None) -> None:
     if args.command == "collect":
         collect(args.rounds, args.seed, args.out)
     else:
-        fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed)
+        fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed, args.pair_head)
 
 
 if __name__ == "__main__":
