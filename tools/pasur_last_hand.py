@@ -127,17 +127,18 @@ def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, see
             h = h + z @ out
         return th.log_softmax(h.masked_fill(~mask, NEG), 1)
 
-    def report(tag: str) -> None:
-        def best_share(i):
-            return best[i].gather(1, log_probs(l_obs[i], l_mask[i]).argmax(1)[:, None]).float().mean().item()
+    def greedy(i):
+        return log_probs(l_obs[i], l_mask[i]).argmax(1)[:, None]
 
+    def report(tag: str) -> None:
         with th.no_grad():
-            i, j = th.tensor(l_test), th.tensor(m_test)
-            move = log_probs(l_obs[i], l_mask[i]).argmax(1)[:, None]
+            i, j, t = th.tensor(l_test), th.tensor(m_test), th.tensor(l_train)
+            move = greedy(i)
+            held_out = best[i].gather(1, move).float().mean().item()
             regret = (best_value[i] - values[i].gather(1, move)).mean().item()
             kept = (log_probs(m_obs[j], m_mask[j]).argmax(1) == target[j].argmax(1)).float().mean().item()
-            fitted = best_share(th.tensor(l_train))
-        print(f"{tag}: held out, last hand: a best move {best_share(i):.1%}, regret {regret:.3f} points a "
+            fitted = best[t].gather(1, greedy(t)).float().mean().item()
+        print(f"{tag}: held out, last hand: a best move {held_out:.1%}, regret {regret:.3f} points a "
               f"decision; earlier: the old move {kept:.1%} (trained-on last hand: a best move {fitted:.1%})",
               flush=True)
 
