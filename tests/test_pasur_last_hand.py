@@ -54,3 +54,44 @@ def test_a_tiny_fit_reports_every_epoch(tmp_path, capsys):
     assert "earlier: the old move 100.0%" in lines[-2]
     assert lines[-2].startswith("the shipped network: held out, last hand: a best move")
     assert lines[-1].startswith("epoch 1: held out") and "trained-on last hand" in lines[-1]
+
+
+def test_tree_nodes_carry_exact_values_that_agree_with_the_engine_solver(tmp_path):
+    from kahve.agents.policies.endgame.exact import PasurLastHand
+    from kahve.agents.training.learner_env import LearnerEnv
+    from kahve.agents.training.opponents import OpponentPool
+    env = LearnerEnv("pasur", tool.SETTINGS, OpponentPool([("random", 1.0)]), seed=4)
+    env.reset()
+    while env.state.stock:
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    nodes = []
+    value = tool.solve_tree(env.game, env.state, nodes)
+    state, seat, values = nodes[-1]                                   # the root comes last
+    assert state is env.state and seat == env.state.current_player and value == max(values.values())
+    solver = PasurLastHand(env.game)
+    for state, _, values in nodes[-1:] + nodes[:5]:                   # alpha-beta agrees on every best value
+        assert max(solver.move_values(state).values()) == max(values.values())
+    out = tmp_path / "tree.npz"
+    tool.collect_trees(rounds=3, seed=2, keep=10, out=str(out))
+    data = np.load(out)
+    assert data["root"].sum() == 3 and len(data["obs"]) <= 3 * 11
+    assert (data["mask"].sum(1) > 1).all() and (np.isfinite(data["values"]) == data["mask"]).all()
+
+
+def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_hand(tmp_path, capsys):
+    from kahve.agents.policies.bot import Bot, bot_expert_input, mlp_from_bot
+    from kahve.envs.pasur.rules import OBS_FINAL
+    data, bot_path = tmp_path / "tree.npz", tmp_path / "expert.onnx"
+    tool.collect_trees(rounds=20, seed=6, keep=20, out=str(data))
+    tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(bot_path))
+    assert capsys.readouterr().out.splitlines()[-2].startswith("epoch 1: a best move in held-out nodes")
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    bot, shipped = Bot.load(bot_path, game=game), tool.shipped_network(game)
+    expert = mlp_from_bot(bot_path, game.action_feature_size, expert=True)
+    assert bot_expert_input(bot_path) == OBS_FINAL and [w.shape[0] for w in expert.weights] == [16, 104]
+    obs = np.load(data)["obs"].astype(np.float32)[:4]                 # last-hand observations: the flag is set
+    assert (obs[:, OBS_FINAL] == 1).all()
+    assert np.allclose([bot.logits(o) for o in obs], expert.forward(obs), atol=1e-4)
+    early = obs.copy()
+    early[:, OBS_FINAL] = 0
+    assert np.allclose([bot.logits(o) for o in early], shipped.forward(early), atol=1e-4)

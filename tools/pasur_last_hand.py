@@ -17,8 +17,18 @@ itself, without search:
   away (regret) in the last hand, and how often it still plays its old move earlier in the round. ``--pair-head``
   adds a head that scores each move by a small MLP over the last hidden layer, the move's row and its id.
 
+* ``tree``: the same play, but at the learner's first last-hand decision the engine solves the whole rest of the
+  round, and ``--keep`` decision nodes of that tree (the root and a random draw of the others, from either seat's
+  view) are kept with the exact values of their moves: far more, and more varied, examples per round.
+* ``expert``: fits a separate, larger network to the tree nodes from scratch (relu, the same action-feature head)
+  and writes a bot file that plays the shipped network in hands 1-5 and the expert wherever the observation's
+  final-hand flag is set (:func:`~kahve.agents.policies.bot.export_onnx`'s ``expert``): still one greedy forward
+  pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch.
+
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
+    python tools/pasur_last_hand.py tree --rounds 5000 --seed 21 --out tree_21.npz    # about 15 min a process
+    python tools/pasur_last_hand.py expert tree_21.npz tree_22.npz --epochs 12 --out ppo_expert.onnx
 """
 
 from __future__ import annotations
@@ -67,6 +77,129 @@ def collect(rounds: int, seed: int, out: str) -> None:
     arrays = {f"last_{k}": np.array(v) for k, v in last.items()} | {f"mid_{k}": np.array(v) for k, v in mid.items()}
     np.savez(out, **arrays)
     print(f"{out}: {len(last['obs']):,} last-hand decisions, {len(mid['obs']):,} earlier ones")
+
+
+def solve_tree(game, state, nodes: list) -> float:
+    """The exact value of ``state`` for its player to act; every decision node below it with more than one legal
+    move is appended to ``nodes`` as (state, seat, {action: value}), children before parents (the root last).
+    Plain negamax without pruning, so every move's value is exact (alpha-beta only bounds the losing ones)."""
+    seat = state.current_player
+    values = {}
+    for a in state.legal_actions():
+        nxt = state.clone()
+        deal = nxt.deals_completed
+        nxt.apply(a)
+        if nxt.current_player is None or nxt.deals_completed != deal:
+            values[a] = game.relative_points(nxt.deal_report["deal_points"], seat)
+        else:
+            v = solve_tree(game, nxt, nodes)
+            values[a] = v if game.sides[nxt.current_player] == game.sides[seat] else -v
+    if len(values) > 1:
+        nodes.append((state, seat, values))
+    return max(values.values())
+
+
+def collect_trees(rounds: int, seed: int, keep: int, out: str) -> None:
+    from kahve.agents.progress import progress_bar
+    env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0), ("heuristic", 1.0)]), seed=seed)
+    game, mlp, rng = env.game, shipped_network(env.game), np.random.default_rng(seed)
+    columns = {"obs": [], "mask": [], "values": [], "root": [], "round": []}
+    with progress_bar("solving last hands") as update:
+        for r in range(rounds):
+            update(r, rounds)
+            play_and_solve(env, game, mlp, rng, keep, r, columns)
+    np.savez_compressed(out, **{k: np.array(v) for k, v in columns.items()})
+    print(f"{out}: {len(columns['obs']):,} solved decision nodes from {rounds:,} rounds")
+
+
+def play_and_solve(env, game, mlp, rng, keep: int, r: int, columns: dict) -> None:
+    """One round: the shipped network plays up to its first last-hand decision, then the whole tree is solved."""
+    obs, _ = env.reset()
+    while env.state.stock:
+        mask = env.action_masks()
+        logits = mlp.forward(obs[None])[0]
+        obs, _, term, trunc, _ = env.step(int(np.argmax(np.where(mask, logits, -np.inf))))
+        if term or trunc:
+            return
+    nodes = []
+    solve_tree(game, env.state, nodes)
+    if not nodes:
+        return
+    for i in [len(nodes) - 1] + list(rng.permutation(len(nodes) - 1)[:keep]):
+        state, seat, values = nodes[i]
+        mask = np.zeros(game.num_actions, bool)
+        row = np.full(game.num_actions, np.nan, np.float32)
+        mask[list(values)] = True
+        row[list(values)] = list(values.values())
+        for key, value in (("obs", state.observation(seat).astype(np.float16)), ("mask", mask), ("values", row),
+                           ("root", i == len(nodes) - 1), ("round", r)):
+            columns[key].append(value)
+
+
+def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str) -> None:
+    import torch as th
+    from kahve.agents.policies.bot import Bot, export_onnx
+    from kahve.agents.policies.network import MLP
+    from kahve.envs.pasur.rules import OBS_FINAL
+    th.set_num_threads(1)
+    th.manual_seed(seed)
+    game = envs.game_class("pasur")(**SETTINGS)
+    main_net = shipped_network(game)
+    offset, actions, row = main_net.feature_offset, game.num_actions, game.action_feature_size
+    data = [np.load(f) for f in files]
+    get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
+    x, mask = th.tensor(get("obs").astype(np.float32)), th.tensor(get("mask"))
+    values = th.tensor(np.nan_to_num(get("values"), nan=NEG))
+    rounds = np.concatenate([d["round"] + k * 10**7 for k, d in enumerate(data)])
+    held_out, root = (rounds % 10) == 0, get("root")
+    best_value = values.max(1, keepdim=True).values
+    best = (values >= best_value - 1e-6) & mask
+    sizes = [game.observation_size] + [width] * depth
+    layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
+    rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
+
+    def logits(xb):
+        h = xb
+        for k, layer in enumerate(layers):
+            h = layer(h)
+            h = th.relu(h) if k < len(layers) - 1 else h
+        return h + xb[:, offset:].reshape(len(xb), actions, row) @ rows
+
+    def report(tag: str) -> None:
+        with th.no_grad():
+            parts = []
+            for name, idx in (("held-out nodes", held_out), ("held-out roots", held_out & root),
+                              ("trained-on roots", ~held_out & root)):
+                i = th.tensor(np.flatnonzero(idx)[:20000])
+                move = logits(x[i]).masked_fill(~mask[i], NEG).argmax(1, keepdim=True)
+                share = best[i].gather(1, move).float().mean().item()
+                regret = (best_value[i] - values[i].gather(1, move)).mean().item()
+                parts.append(f"{name} {share:.2%} (regret {regret:.3f})")
+        print(f"{tag}: a best move in " + ", ".join(parts), flush=True)
+
+    train = np.flatnonzero(~held_out)
+    print(f"{len(x):,} decision nodes, {held_out.sum():,} held out")
+    batch = 512
+    optimizer = th.optim.Adam(list(layers.parameters()) + [rows], lr=lr)
+    schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, epochs * (len(train) // batch)))
+    rng = np.random.default_rng(seed)
+    for epoch in range(epochs):
+        order = rng.permutation(train)
+        for s in range(len(order) // batch):
+            i = th.tensor(order[s * batch:(s + 1) * batch])
+            log_p = th.log_softmax(logits(x[i]).masked_fill(~mask[i], NEG), 1)
+            loss = -th.logsumexp(log_p.masked_fill(~best[i], NEG), 1).mean()     # all on the best moves
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        report(f"epoch {epoch + 1}")
+    expert = MLP([layer.weight.detach().numpy() for layer in layers], [layer.bias.detach().numpy() for layer in layers],
+                 "relu", feature_offset=offset, feature_weights=rows.detach().numpy())
+    _, meta = Bot.read_metadata(checkpoints.find(BOT))
+    meta = {**meta, "last_hand_expert": {"hidden": [width] * depth, "examples": int(len(train)), "epochs": epochs}}
+    export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
+    print(f"wrote {out}: {BOT} in hands 1-5, the expert in the last hand")
 
 
 def widened(mlp, extra: int, generator):
@@ -176,11 +309,28 @@ def main(argv=None) -> None:
     f.add_argument("--anchor", type=float, default=1.0, help="the weight of the earlier decisions' KL")
     f.add_argument("--lr", type=float, default=3e-4)
     f.add_argument("--seed", type=int, default=0)
+    t = sub.add_parser("tree", help="solve the whole last hand the shipped network reaches; keep its decision nodes")
+    t.add_argument("--rounds", type=int, default=5000)
+    t.add_argument("--seed", type=int, default=21)
+    t.add_argument("--keep", type=int, default=80, help="decision nodes kept per tree besides its root")
+    t.add_argument("--out", required=True, help="the .npz file to write")
+    e = sub.add_parser("expert", help="fit a last-hand expert to tree nodes; write the shipped network with it")
+    e.add_argument("files", nargs="+", help=".npz files from tree")
+    e.add_argument("--epochs", type=int, default=12)
+    e.add_argument("--width", type=int, default=512)
+    e.add_argument("--depth", type=int, default=3)
+    e.add_argument("--lr", type=float, default=1e-3)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
         collect(args.rounds, args.seed, args.out)
-    else:
+    elif args.command == "fit":
         fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed, args.pair_head)
+    elif args.command == "tree":
+        collect_trees(args.rounds, args.seed, args.keep, args.out)
+    else:
+        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out)
 
 
 if __name__ == "__main__":

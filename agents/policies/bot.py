@@ -43,29 +43,35 @@ def bot_metadata(game, algorithm: str, training_steps: int, evaluation: dict | N
             "evaluation": evaluation or {}, **extra}
 
 
-def export_onnx(mlp: MLP, path, metadata: dict) -> Path:
-    """Write ``mlp`` as an ONNX graph with ``metadata`` as JSON in the ``kahve`` metadata property."""
+def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | None = None, expert_input: int | None = None) -> Path:
+    """Write ``mlp`` as an ONNX graph with ``metadata`` as JSON in the ``kahve`` metadata property.
+
+    ``expert``: a second network of the same sizes that gives the logits wherever observation input
+    ``expert_input`` (a 0/1 flag) is 1, ``mlp`` giving them elsewhere; still one greedy forward pass, no search
+    (Pâsur's last hand, ``tools/pasur_last_hand.py``). The metadata records the input as ``expert_input``."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    if mlp.input_size != metadata["observation_size"] or mlp.output_size != metadata["num_actions"]:
-        raise ValueError(f"network {mlp.input_size}->{mlp.output_size} does not fit the game's "
-                         f"{metadata['observation_size']}->{metadata['num_actions']}")
-    nodes, inits = [], []
-    h = "observation"
-    last = len(mlp.weights) - 1
-    features = mlp.feature_weights is not None
-    for k, (w, b) in enumerate(zip(mlp.weights, mlp.biases)):
-        inits += [numpy_helper.from_array(w, f"w{k}"), numpy_helper.from_array(b, f"b{k}")]
-        out = ("mlp_scores" if features else "logits") if k == last else f"z{k}"
-        nodes.append(helper.make_node("Gemm", [h, f"w{k}", f"b{k}"], [out], transB=1))
-        if k < last:
-            nodes.append(helper.make_node("Tanh" if mlp.activation == "tanh" else "Relu", [out], [f"h{k}"]))
-            h = f"h{k}"
-    if features:            # the action-feature head: every action's row times the shared weights, as one matrix
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(mlp.feature_matrix().T), "feature_matrix"))
-        nodes += [helper.make_node("MatMul", ["observation", "feature_matrix"], ["feature_scores"]),
-                  helper.make_node("Add", ["mlp_scores", "feature_scores"], ["logits"])]
+    for net in (mlp,) if expert is None else (mlp, expert):
+        if net.input_size != metadata["observation_size"] or net.output_size != metadata["num_actions"]:
+            raise ValueError(f"network {net.input_size}->{net.output_size} does not fit the game's "
+                             f"{metadata['observation_size']}->{metadata['num_actions']}")
+    if expert is None:
+        nodes, inits = _mlp_graph(mlp, "", "logits")
+    else:
+        if not (isinstance(expert_input, int) and 0 <= expert_input < mlp.input_size):
+            raise ValueError(f"expert_input {expert_input!r} is not an observation input (0 to {mlp.input_size - 1})")
+        metadata = {**metadata, "expert_input": expert_input}
+        nodes, inits = _mlp_graph(mlp, "", "main_logits")
+        more_nodes, more_inits = _mlp_graph(expert, "expert_", "expert_logits")
+        nodes += more_nodes
+        inits += more_inits + [numpy_helper.from_array(np.array([expert_input], np.int64), "expert_at"),
+                               numpy_helper.from_array(np.array([expert_input + 1], np.int64), "expert_end"),
+                               numpy_helper.from_array(np.array([1], np.int64), "expert_axis"),
+                               numpy_helper.from_array(np.array(0.5, np.float32), "expert_half")]
+        nodes += [helper.make_node("Slice", ["observation", "expert_at", "expert_end", "expert_axis"], ["flag"]),
+                  helper.make_node("Greater", ["flag", "expert_half"], ["use_expert"]),
+                  helper.make_node("Where", ["use_expert", "expert_logits", "main_logits"], ["logits"])]
     graph = helper.make_graph(
         nodes, f"kahve_{metadata['game']}",
         [helper.make_tensor_value_info("observation", TensorProto.FLOAT, ["batch", mlp.input_size])],
@@ -80,19 +86,48 @@ def export_onnx(mlp: MLP, path, metadata: dict) -> Path:
     return path
 
 
-def mlp_from_bot(path, feature_size: int = 0) -> MLP:
+def _mlp_graph(mlp: MLP, prefix: str, output: str) -> tuple[list, list]:
+    """The ONNX nodes and initializers of ``mlp`` from ``observation`` to ``output``, every name but those two
+    prefixed with ``prefix``."""
+    from onnx import helper, numpy_helper
+
+    nodes, inits = [], []
+    h = "observation"
+    last = len(mlp.weights) - 1
+    features = mlp.feature_weights is not None
+    for k, (w, b) in enumerate(zip(mlp.weights, mlp.biases)):
+        inits += [numpy_helper.from_array(w, f"{prefix}w{k}"), numpy_helper.from_array(b, f"{prefix}b{k}")]
+        out = (f"{prefix}mlp_scores" if features else output) if k == last else f"{prefix}z{k}"
+        nodes.append(helper.make_node("Gemm", [h, f"{prefix}w{k}", f"{prefix}b{k}"], [out], transB=1))
+        if k < last:
+            nodes.append(helper.make_node("Tanh" if mlp.activation == "tanh" else "Relu", [out], [f"{prefix}h{k}"]))
+            h = f"{prefix}h{k}"
+    if features:            # the action-feature head: every action's row times the shared weights, as one matrix
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(mlp.feature_matrix().T), f"{prefix}feature_matrix"))
+        nodes += [helper.make_node("MatMul", ["observation", f"{prefix}feature_matrix"], [f"{prefix}feature_scores"]),
+                  helper.make_node("Add", [f"{prefix}mlp_scores", f"{prefix}feature_scores"], [output])]
+    return nodes, inits
+
+
+def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
     """The network inside a bot file written by :func:`export_onnx`, as arrays (to train it further: ``init_from``).
-    ``feature_size``: the game's numbers per action row, if the file has the action-feature head. Reading an ONNX
-    file parses protobuf, it runs nothing; a graph not of :func:`export_onnx`'s shape is a :class:`BotFileError`."""
+    ``feature_size``: the game's numbers per action row, if the file has the action-feature head; ``expert``: the
+    file's expert network instead of its main one (:func:`bot_expert_input` says whether it has one). Reading an
+    ONNX file parses protobuf, it runs nothing; a graph not of :func:`export_onnx`'s shape is a
+    :class:`BotFileError`."""
     import onnx
     from onnx import numpy_helper
     try:
         model = onnx.load(str(path))
     except Exception as err:  # onnx raises protobuf's decode errors
         raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
-    arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    ops = {n.op_type for n in model.graph.node}
+    prefix = "expert_" if expert else ""
+    arrays = {i.name[len(prefix):]: numpy_helper.to_array(i) for i in model.graph.initializer
+              if i.name.startswith(prefix)}
     n = sum(1 for k in arrays if k[:1] == "w" and k[1:].isdigit())
+    hidden = {f"{prefix}h{k}" for k in range(n)}
+    if n == 0 and expert:
+        raise BotFileError(f"{path} has no expert network")
     if n == 0 or any(f"w{k}" not in arrays or f"b{k}" not in arrays for k in range(n)):
         raise BotFileError(f"{path}: the graph is not a kahve MLP (weights w0..w{n - 1} and biases b0..b{n - 1})")
     features = {}
@@ -104,9 +139,25 @@ def mlp_from_bot(path, feature_size: int = 0) -> MLP:
         features = dict(feature_offset=offset, feature_weights=rows[0, offset:offset + feature_size])
     try:
         return MLP([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
-                   "relu" if "Relu" in ops else "tanh", **features)
+                   "relu" if any(node.op_type == "Relu" and node.output[0] in hidden for node in model.graph.node)
+                   else "tanh", **features)
     except ValueError as err:
         raise BotFileError(f"{path}: {err}") from None
+
+
+def bot_expert_input(path) -> int | None:
+    """The observation input that switches a bot file to its expert network (:func:`export_onnx`), or None."""
+    import onnx
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as err:  # onnx raises protobuf's decode errors
+        raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    props = {p.key: p.value for p in model.metadata_props}
+    try:
+        value = json.loads(props.get("kahve", "{}")).get("expert_input")
+    except (json.JSONDecodeError, AttributeError):
+        raise BotFileError(f"{path}: the kahve metadata is not a JSON mapping") from None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class Bot:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ... import envs
 from ..evaluation.evaluate import evaluate
-from ..policies.bot import export_onnx, mlp_from_bot
+from ..policies.bot import bot_expert_input, export_onnx, mlp_from_bot
 from ..policies.network import MLP
 from ..threads import limit_threads
 from .checkpoint import restore_learner, restore_model, save_learner, start_from, start_from_bot
@@ -243,6 +243,9 @@ class Trainer:
                     game = envs.game_class(cfg["game"])(**cfg["settings"])
                     start_from_bot(self.model, mlp_from_bot(bot, game.action_feature_size), str(bot))
                     log(f"the actor starts from the bot file {bot} (the critic starts fresh)")
+                    if bot_expert_input(bot) is not None:
+                        log(f"{bot} also has an expert network (docs/design.md, \"Bot files\"): this run trains and "
+                            "exports its main network only")
             if checkpoint is not None:
                 restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
                 if self.cloning is None and getattr(self.model, "demo_weight", 0) > 0 \

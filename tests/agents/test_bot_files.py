@@ -10,7 +10,7 @@ import pytest
 from onnx import numpy_helper
 
 from kahve import envs
-from kahve.agents.policies.bot import Bot, BotFileError, bot_metadata, export_onnx
+from kahve.agents.policies.bot import Bot, BotFileError, bot_expert_input, bot_metadata, export_onnx, mlp_from_bot
 from kahve.agents.policies.network import MLP
 
 
@@ -118,3 +118,30 @@ def test_a_graph_of_other_sizes_than_its_metadata_is_refused(good, tmp_path):
     bad = rewrite(other, tmp_path / "bad.onnx", metadata=meta_of(path))
     with pytest.raises(BotFileError, match="input 'observation' has shape"):
         Bot.load(bad)
+
+
+def test_an_expert_gives_the_logits_exactly_where_its_flag_is_set(good, tmp_path):
+    game, main, plain = good
+    rng = np.random.default_rng(1)
+    sizes = [game.observation_size, 8, 8, game.num_actions]
+    expert = MLP([rng.normal(0, 0.3, (o, i)) for i, o in zip(sizes, sizes[1:])], [rng.normal(0, 0.1, o)
+                 for o in sizes[1:]], "relu")
+    flag = 5
+    path = export_onnx(main, tmp_path / "expert.onnx", bot_metadata(game, "ppo", 10), expert=expert,
+                       expert_input=flag)
+    bot = Bot.load(path, game=game)
+    x = rng.random((6, game.observation_size), dtype=np.float32)
+    x[:3, flag], x[3:, flag] = 0.0, 1.0
+    logits = np.stack([bot.logits(row) for row in x])
+    assert np.allclose(logits[:3], main.forward(x[:3]), atol=1e-5)
+    assert np.allclose(logits[3:], expert.forward(x[3:]), atol=1e-5)
+    assert not np.allclose(main.forward(x[3:]), expert.forward(x[3:]), atol=1e-2)      # the switch is visible
+    # both networks read back as they were written; the file says which input switches
+    assert bot_expert_input(path) == flag and bot_expert_input(plain) is None
+    for net, read in ((main, mlp_from_bot(path)), (expert, mlp_from_bot(path, expert=True))):
+        assert read.activation == net.activation
+        assert all(np.array_equal(a, b) for a, b in zip(read.weights, net.weights))
+    with pytest.raises(BotFileError, match="has no expert network"):
+        mlp_from_bot(plain, expert=True)
+    with pytest.raises(ValueError, match="expert_input 9999 is not an observation input"):
+        export_onnx(main, tmp_path / "bad.onnx", bot_metadata(game, "ppo", 10), expert=expert, expert_input=9999)
