@@ -1,5 +1,6 @@
-"""Can the Pâsur network learn its round's last hand? An offline experiment (docs/search.md, "Pâsur
-against random: the missing half point is the last hand").
+"""Can the Pâsur network learn its round's last hand? The offline experiments of docs/search.md ("Pâsur against
+random: the missing half point is the last hand"), and the last-hand expert network of the shipped bot ("Pâsur's
+last hand as a network of its own").
 
 In Pâsur's last hand every card is known (docs/search.md: the opponent holds exactly the cards the seat has not
 seen), and `endgame:pasur/ppo`, the shipped network with that hand solved exactly, makes about half a point a round
@@ -99,7 +100,7 @@ def solve_tree(game, state, nodes: list) -> float:
     return max(values.values())
 
 
-def collect_trees(rounds: int, seed: int, keep: int, out: str) -> None:
+def collect_trees(rounds: int, seed: int, keep: int, out: str, shallow: int = 0) -> None:
     from kahve.agents.progress import progress_bar
     env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0), ("heuristic", 1.0)]), seed=seed)
     game, mlp, rng = env.game, shipped_network(env.game), np.random.default_rng(seed)
@@ -107,13 +108,14 @@ def collect_trees(rounds: int, seed: int, keep: int, out: str) -> None:
     with progress_bar("solving last hands") as update:
         for r in range(rounds):
             update(r, rounds)
-            play_and_solve(env, game, mlp, rng, keep, r, columns)
+            play_and_solve(env, game, mlp, rng, keep, shallow, r, columns)
     np.savez_compressed(out, **{k: np.array(v) for k, v in columns.items()})
     print(f"{out}: {len(columns['obs']):,} solved decision nodes from {rounds:,} rounds")
 
 
-def play_and_solve(env, game, mlp, rng, keep: int, r: int, columns: dict) -> None:
-    """One round: the shipped network plays up to its first last-hand decision, then the whole tree is solved."""
+def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns: dict) -> None:
+    """One round: the shipped network plays up to its first last-hand decision, then the whole tree is solved;
+    the root, every node whose two hands still hold ``shallow`` cards or more, and ``keep`` others are kept."""
     obs, _ = env.reset()
     while env.state.stock:
         mask = env.action_masks()
@@ -125,7 +127,10 @@ def play_and_solve(env, game, mlp, rng, keep: int, r: int, columns: dict) -> Non
     solve_tree(game, env.state, nodes)
     if not nodes:
         return
-    for i in [len(nodes) - 1] + list(rng.permutation(len(nodes) - 1)[:keep]):
+    early = [i for i, (state, _, _) in enumerate(nodes[:-1]) if shallow and sum(map(len, state.hands)) >= shallow]
+    chosen = set(early)
+    later = [i for i in range(len(nodes) - 1) if i not in chosen]
+    for i in [len(nodes) - 1] + early + list(rng.permutation(later)[:keep]):
         state, seat, values = nodes[i]
         mask = np.zeros(game.num_actions, bool)
         row = np.full(game.num_actions, np.nan, np.float32)
@@ -136,12 +141,13 @@ def play_and_solve(env, game, mlp, rng, keep: int, r: int, columns: dict) -> Non
             columns[key].append(value)
 
 
-def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str) -> None:
+def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
+               threads: int = 1) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
     from kahve.envs.pasur.rules import OBS_FINAL
-    th.set_num_threads(1)
+    th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
     main_net = shipped_network(game)
@@ -197,7 +203,8 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     expert = MLP([layer.weight.detach().numpy() for layer in layers], [layer.bias.detach().numpy() for layer in layers],
                  "relu", feature_offset=offset, feature_weights=rows.detach().numpy())
     _, meta = Bot.read_metadata(checkpoints.find(BOT))
-    meta = {**meta, "last_hand_expert": {"hidden": [width] * depth, "examples": int(len(train)), "epochs": epochs}}
+    meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", "hidden": [width] * depth,
+                               "activation": "relu", "solved_decisions": int(len(train)), "epochs": epochs}}
     export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
     print(f"wrote {out}: {BOT} in hands 1-5, the expert in the last hand")
 
@@ -312,7 +319,10 @@ def main(argv=None) -> None:
     t = sub.add_parser("tree", help="solve the whole last hand the shipped network reaches; keep its decision nodes")
     t.add_argument("--rounds", type=int, default=5000)
     t.add_argument("--seed", type=int, default=21)
-    t.add_argument("--keep", type=int, default=80, help="decision nodes kept per tree besides its root")
+    t.add_argument("--keep", type=int, default=80, help="decision nodes kept per tree besides its root (and the "
+                   "shallow ones)")
+    t.add_argument("--shallow", type=int, default=0, help="also keep every node whose two hands hold at least this "
+                   "many cards (the hard early decisions of the last hand; 0: none)")
     t.add_argument("--out", required=True, help="the .npz file to write")
     e = sub.add_parser("expert", help="fit a last-hand expert to tree nodes; write the shipped network with it")
     e.add_argument("files", nargs="+", help=".npz files from tree")
@@ -321,6 +331,7 @@ def main(argv=None) -> None:
     e.add_argument("--depth", type=int, default=3)
     e.add_argument("--lr", type=float, default=1e-3)
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--threads", type=int, default=1, help="torch threads")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
@@ -328,9 +339,9 @@ def main(argv=None) -> None:
     elif args.command == "fit":
         fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed, args.pair_head)
     elif args.command == "tree":
-        collect_trees(args.rounds, args.seed, args.keep, args.out)
+        collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
-        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out)
+        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,9 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
              "(other settings at their defaults)",
              f"- env version v{meta['env_version']}, observation {meta['observation_size']}, "
              f"actions {meta['num_actions']}, network {meta.get('network')}"]
+    if meta.get("expert_input") is not None:
+        lines.append(f"- an expert network gives the scores wherever observation input {meta['expert_input']} is set "
+                     f"(docs/design.md, \"Bots\"): {meta.get('expert', {})}")
     if command:
         lines.append(f"- command: `{command}`")
     lines += ["", "| opponent | games | n | W/D/L | win rate (95% CI) | points per deal (95% CI) |",
