@@ -28,8 +28,12 @@ itself, without search:
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
-    python tools/pasur_last_hand.py tree --rounds 5000 --seed 21 --out tree_21.npz    # about 15 min a process
-    python tools/pasur_last_hand.py expert tree_21.npz tree_22.npz --epochs 12 --out ppo_expert.onnx
+    python tools/pasur_last_hand.py tree --rounds 5000 --seed 21 --out tree_21.npz    # about 19 min a process
+    python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
+    python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx
+
+"The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
+both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
 """
 
 from __future__ import annotations
@@ -326,7 +330,7 @@ def main(argv=None) -> None:
     t.add_argument("--out", required=True, help="the .npz file to write")
     e = sub.add_parser("expert", help="fit a last-hand expert to tree nodes; write the shipped network with it")
     e.add_argument("files", nargs="+", help=".npz files from tree")
-    e.add_argument("--epochs", type=int, default=12)
+    e.add_argument("--epochs", type=int, default=8)
     e.add_argument("--width", type=int, default=512)
     e.add_argument("--depth", type=int, default=3)
     e.add_argument("--lr", type=float, default=1e-3)

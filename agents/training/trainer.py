@@ -244,7 +244,7 @@ class Trainer:
                     start_from_bot(self.model, mlp_from_bot(bot, game.action_feature_size), str(bot))
                     log(f"the actor starts from the bot file {bot} (the critic starts fresh)")
                     if bot_expert_input(bot) is not None:
-                        log(f"{bot} also has an expert network (docs/design.md, \"Bot files\"): this run trains and "
+                        log(f"{bot} also has an expert network (docs/design.md, \"Bots\"): this run trains and "
                             "exports its main network only")
             if checkpoint is not None:
                 restore_learner(checkpoint, state, self.model, self.vec, cfg["seed"], log=log)
