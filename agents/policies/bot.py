@@ -160,6 +160,27 @@ def bot_expert_input(path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _split_sessions(path, metadata: dict) -> tuple:
+    """A bot file with an expert network as two sessions, observation -> ``main_logits`` and -> ``expert_logits``
+    (each the part of the graph its output needs, cut out by onnx's own extractor), and the flag's input."""
+    import onnx
+    import onnxruntime as ort
+    from onnx.utils import Extractor
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))     # the extractor wants the tensors' shapes
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sessions = []
+    for output in ("main_logits", "expert_logits"):
+        try:
+            part = Extractor(model).extract_model(["observation"], [output])
+        except Exception as err:  # onnx raises several types for a graph without that tensor
+            raise BotFileError(f"{path} says it has an expert network, but its graph has no {output!r} "
+                               f"({type(err).__name__})") from None
+        sessions.append(ort.InferenceSession(part.SerializeToString(), opts, providers=["CPUExecutionProvider"]))
+    return sessions[0], sessions[1], int(metadata["expert_input"])
+
+
 class Bot:
     """A loaded bot file as a Policy: ``act(observation, action_mask, state=None)``."""
 
@@ -170,6 +191,7 @@ class Bot:
         self.temperature = temperature
         self.rng = np.random.default_rng(seed)
         self.name = Path(path).stem
+        self._split = None              # (main session, expert session, flag input), () without an expert: on first use
 
     @classmethod
     def read_metadata(cls, path) -> tuple[object, dict]:
@@ -207,8 +229,27 @@ class Bot:
         pass
 
     def logits(self, observation) -> np.ndarray:
-        x = np.asarray(observation, dtype=np.float32).reshape(1, -1)
-        return self.session.run(["logits"], {"observation": x})[0][0]
+        return self.batch_logits(np.asarray(observation, dtype=np.float32).reshape(1, -1))[0]
+
+    def batch_logits(self, observations) -> np.ndarray:
+        """The logits of a batch of observations [B, observation_size] -> [B, num_actions]. A file with an expert
+        network runs each row through the network that gives its logits only: the graph's ``Where`` computes
+        both on every row, which made a move five times slower and a search over the bot a third slower."""
+        x = np.asarray(observations, dtype=np.float32)
+        if self._split is None:
+            self._split = _split_sessions(self.path, self.metadata) if "expert_input" in self.metadata else ()
+        if not self._split:
+            return self.session.run(["logits"], {"observation": x})[0]
+        main, expert, at = self._split
+        use = x[:, at] > 0.5
+        if not use.any():
+            return main.run(None, {"observation": x})[0]
+        if use.all():
+            return expert.run(None, {"observation": x})[0]
+        out = np.empty((len(x), self.metadata["num_actions"]), dtype=np.float32)
+        out[~use] = main.run(None, {"observation": x[~use]})[0]
+        out[use] = expert.run(None, {"observation": x[use]})[0]
+        return out
 
     def act(self, observation, action_mask, state=None) -> int:
         return masked_choice(self.logits(observation), action_mask, self.temperature, self.rng)

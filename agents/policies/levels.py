@@ -29,8 +29,9 @@ LEVELS = ("easy", "medium", "hard")
 EASY_TEMPERATURE = 5.0
 #: ``hard``: the search spec over the bot ``{bot}``, per game (others: :data:`HARD_DEFAULT`). Pâsur's 32 worlds: its
 #: observation carries every move's appraisal, which the network's rollouts compute at every step; 64 worlds took a
-#: median 256 ms a move on one core, 32 take 133 ms. Pişti (2 players): rollouts over the fine-tuned network added
-#: nothing measurable, the exactly solved last hand does (docs/search.md)
+#: median 256 ms a move on one core, 32 take 133 ms (the bot's last-hand expert costs nothing more: each rollout step
+#: runs one of its two networks per row, Bot.batch_logits). Pişti (2 players): rollouts over the fine-tuned network
+#: added nothing measurable, the exactly solved last hand does (docs/search.md)
 HARD = {"pasur": "endgame:rollout:32,z=1:{bot}", "pishti": "endgame:64:{bot}", "pis_yedili": "rollout:64,z=1:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 

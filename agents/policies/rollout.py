@@ -169,9 +169,7 @@ def network_scorer(policy):
     from .bot import Bot
     from .network import NetworkPolicy
     if isinstance(policy, Bot):
-        session = policy.session
-        return ((lambda x: session.run(["logits"], {"observation": np.asarray(x, dtype=np.float32)})[0]),
-                float(policy.temperature))
+        return policy.batch_logits, float(policy.temperature)
     if isinstance(policy, NetworkPolicy):
         return policy.mlp.forward, float(policy.temperature)
     return None

@@ -136,6 +136,13 @@ def test_an_expert_gives_the_logits_exactly_where_its_flag_is_set(good, tmp_path
     assert np.allclose(logits[:3], main.forward(x[:3]), atol=1e-5)
     assert np.allclose(logits[3:], expert.forward(x[3:]), atol=1e-5)
     assert not np.allclose(main.forward(x[3:]), expert.forward(x[3:]), atol=1e-2)      # the switch is visible
+    # the file's own graph (both networks, Where) agrees with the bot, which runs each row through its own network
+    # only, one by one and in batches (what searches run) of any mix and order
+    for rows in (x, x[::-1], x[:3], x[3:], x[[4, 0, 5, 1]]):
+        graph = bot.session.run(["logits"], {"observation": rows})[0]
+        assert np.allclose(bot.batch_logits(rows), graph, atol=1e-5)
+        assert np.allclose(np.stack([bot.logits(row) for row in rows]), graph, atol=1e-5)
+    assert np.allclose(Bot.load(plain, game=game).batch_logits(x), main.forward(x), atol=1e-5)
     # both networks read back as they were written; the file says which input switches
     assert bot_expert_input(path) == flag and bot_expert_input(plain) is None
     for net, read in ((main, mlp_from_bot(path)), (expert, mlp_from_bot(path, expert=True))):
