@@ -160,38 +160,60 @@ def bot_expert_input(path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _split_sessions(path, metadata: dict) -> tuple:
-    """A bot file with an expert network as two sessions, observation -> ``main_logits`` and -> ``expert_logits``
-    (each the part of the graph its output needs, cut out by onnx's own extractor), and the flag's input."""
+def _split_sessions(session, metadata: dict, path) -> tuple:
+    """A bot file with an expert network (metadata ``expert_input``) as ``(main, expert, flag input)``: two sessions,
+    observation -> ``main_logits`` and -> ``expert_logits``, each the part of the graph its output needs, cut out
+    by onnx's own extractor; checked against the whole graph (``session``) with the flag off and on. No expert: ()."""
+    at = metadata.get("expert_input")
+    if at is None:
+        return ()
+    size = metadata["observation_size"]
+    if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < size:
+        raise BotFileError(f"{path}: the bot metadata's expert_input is {at!r}, not an observation input "
+                           f"(0 to {size - 1})")
     import onnx
     import onnxruntime as ort
     from onnx.utils import Extractor
-    model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))     # the extractor wants the tensors' shapes
+    try:
+        model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))     # the extractor wants the tensors' shapes
+    except Exception as err:  # onnx raises protobuf's decode errors and its own
+        raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    sessions = []
+    parts = []
     for output in ("main_logits", "expert_logits"):
         try:
             part = Extractor(model).extract_model(["observation"], [output])
-        except Exception as err:  # onnx raises several types for a graph without that tensor
+            parts.append(ort.InferenceSession(part.SerializeToString(), opts, providers=["CPUExecutionProvider"]))
+        except Exception as err:  # onnx and onnxruntime raise several types for a graph without that tensor
             raise BotFileError(f"{path} says it has an expert network, but its graph has no {output!r} "
                                f"({type(err).__name__})") from None
-        sessions.append(ort.InferenceSession(part.SerializeToString(), opts, providers=["CPUExecutionProvider"]))
-    return sessions[0], sessions[1], int(metadata["expert_input"])
+    x = np.zeros((2, size), np.float32)
+    x[1, at] = 1.0                                        # the flag off, then on
+    whole = session.run(["logits"], {"observation": x})[0]
+    try:
+        halves = [parts[0].run(None, {"observation": x[:1]})[0], parts[1].run(None, {"observation": x[1:]})[0]]
+    except Exception as err:  # onnxruntime's own exception types
+        raise BotFileError(f"{path}: its expert network does not run ({type(err).__name__})") from None
+    if not np.allclose(np.concatenate(halves), whole, atol=1e-4):
+        raise BotFileError(f"{path}: its main and expert networks do not give the graph's logits (expert_input {at})")
+    return parts[0], parts[1], at
 
 
 class Bot:
     """A loaded bot file as a Policy: ``act(observation, action_mask, state=None)``."""
 
-    def __init__(self, session, metadata: dict, path: str, temperature: float = 0.0, seed: int | None = None):
+    def __init__(self, session, metadata: dict, path: str, temperature: float = 0.0, seed: int | None = None,
+                 parts: tuple | None = None):
+        """``parts``: :func:`_split_sessions`'s, when the caller has them (a copy of a loaded bot); else made here."""
         self.session = session
         self.metadata = metadata
         self.path = path
         self.temperature = temperature
         self.rng = np.random.default_rng(seed)
         self.name = Path(path).stem
-        self._split = None              # (main session, expert session, flag input), () without an expert: on first use
+        self.parts = _split_sessions(session, metadata, path) if parts is None else parts
 
     @classmethod
     def read_metadata(cls, path) -> tuple[object, dict]:
@@ -236,11 +258,9 @@ class Bot:
         network runs each row through the network that gives its logits only: the graph's ``Where`` computes
         both on every row, which made a move five times slower and a search over the bot a third slower."""
         x = np.asarray(observations, dtype=np.float32)
-        if self._split is None:
-            self._split = _split_sessions(self.path, self.metadata) if "expert_input" in self.metadata else ()
-        if not self._split:
+        if not self.parts:
             return self.session.run(["logits"], {"observation": x})[0]
-        main, expert, at = self._split
+        main, expert, at = self.parts
         use = x[:, at] > 0.5
         if not use.any():
             return main.run(None, {"observation": x})[0]

@@ -91,7 +91,7 @@ class OpponentPool:
         from ..policies.bot import Bot
         bot = self._bots.get(k)
         if bot is not None:           # a bot file is loaded once per process; each env's copy has its own generator
-            return Bot(bot.session, bot.metadata, bot.path, bot.temperature, seed)
+            return Bot(bot.session, bot.metadata, bot.path, bot.temperature, seed, parts=bot.parts)
         policy = make_policy(spec, game, seed)
         if type(policy) is Bot:
             self._bots[k] = policy

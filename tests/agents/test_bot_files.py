@@ -150,5 +150,12 @@ def test_an_expert_gives_the_logits_exactly_where_its_flag_is_set(good, tmp_path
         assert all(np.array_equal(a, b) for a, b in zip(read.weights, net.weights))
     with pytest.raises(BotFileError, match="has no expert network"):
         mlp_from_bot(plain, expert=True)
+    # a file whose metadata names an expert it does not have, or a flag outside the observation, is refused on load
+    meta = meta_of(path)
+    for bad, match in (({**meta_of(plain), "expert_input": flag}, "graph has no 'main_logits'"),
+                       ({**meta, "expert_input": game.observation_size}, "expert_input is"),
+                       ({**meta, "expert_input": 7}, "do not give the graph's logits")):
+        with pytest.raises(BotFileError, match=match):
+            Bot.load(rewrite(plain if "main_logits" in match else path, tmp_path / "bad.onnx", metadata=bad))
     with pytest.raises(ValueError, match="expert_input 9999 is not an observation input"):
         export_onnx(main, tmp_path / "bad.onnx", bot_metadata(game, "ppo", 10), expert=expert, expert_input=9999)
