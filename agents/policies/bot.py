@@ -160,36 +160,36 @@ def bot_expert_input(path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _session(model):
+    """An onnxruntime session of ``model`` (a path or serialized bytes) on the CPU, one thread."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
 def _split_sessions(session, metadata: dict, path) -> tuple:
     """A bot file with an expert network (metadata ``expert_input``) as ``(main, expert, flag input)``: two sessions,
     observation -> ``main_logits`` and -> ``expert_logits``, each the part of the graph its output needs, cut out
     by onnx's own extractor; checked against the whole graph (``session``) with the flag off and on. No expert: ()."""
-    at = metadata.get("expert_input")
+    at = metadata.get("expert_input")         # checked by check_metadata
     if at is None:
         return ()
-    size = metadata["observation_size"]
-    if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < size:
-        raise BotFileError(f"{path}: the bot metadata's expert_input is {at!r}, not an observation input "
-                           f"(0 to {size - 1})")
     import onnx
-    import onnxruntime as ort
     from onnx.utils import Extractor
     try:
         model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))     # the extractor wants the tensors' shapes
     except Exception as err:  # onnx raises protobuf's decode errors and its own
         raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
     parts = []
     for output in ("main_logits", "expert_logits"):
         try:
-            part = Extractor(model).extract_model(["observation"], [output])
-            parts.append(ort.InferenceSession(part.SerializeToString(), opts, providers=["CPUExecutionProvider"]))
+            parts.append(_session(Extractor(model).extract_model(["observation"], [output]).SerializeToString()))
         except Exception as err:  # onnx and onnxruntime raise several types for a graph without that tensor
             raise BotFileError(f"{path} says it has an expert network, but its graph has no {output!r} "
                                f"({type(err).__name__})") from None
-    x = np.zeros((2, size), np.float32)
+    x = np.zeros((2, metadata["observation_size"]), np.float32)
     x[1, at] = 1.0                                        # the flag off, then on
     whole = session.run(["logits"], {"observation": x})[0]
     try:
@@ -217,15 +217,11 @@ class Bot:
 
     @classmethod
     def read_metadata(cls, path) -> tuple[object, dict]:
-        import onnxruntime as ort
         path = str(path)
         if not Path(path).is_file():
             raise FileNotFoundError(f"no bot file at {path}")
         try:
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = 1
-            opts.inter_op_num_threads = 1
-            session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            session = _session(path)
             meta = json.loads(session.get_modelmeta().custom_metadata_map["kahve"])
         except Exception as err:  # onnxruntime raises its own exception types for unreadable files
             raise BotFileError(f"{path} is not a readable kahve bot file ({type(err).__name__}: "
@@ -295,6 +291,10 @@ def check_metadata(meta: dict, path: str = "bot") -> None:
                            f"{meta['num_actions']} actions")
     if not all(isinstance(k, str) for k in meta["settings"]):
         raise BotFileError(f"{path}: the bot metadata's settings have names that are not text")
+    at, size = meta.get("expert_input"), meta["observation_size"]
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < size):
+        raise BotFileError(f"{path}: the bot metadata's expert_input is {at!r}, not an observation input "
+                           f"(0 to {size - 1})")
 
 
 def check_graph(session, meta: dict, path: str = "bot") -> None:
