@@ -83,7 +83,8 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     from kahve.envs.pasur.rules import OBS_FINAL
     data, bot_path = tmp_path / "tree.npz", tmp_path / "expert.onnx"
     tool.collect_trees(rounds=20, seed=6, keep=20, out=str(data))
-    tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(bot_path))
+    tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(bot_path),
+                    regret_weight=1.0, early_weight=3.0)     # the loss with every term on
     assert capsys.readouterr().out.splitlines()[-2].startswith("epoch 1: a best move in held-out nodes")
     game = envs.game_class("pasur")(**tool.SETTINGS)
     bot, shipped = Bot.load(bot_path, game=game), tool.shipped_network(game)

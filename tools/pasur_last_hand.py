@@ -146,11 +146,11 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
 
 
 def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
-               threads: int = 1) -> None:
+               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import OBS_FINAL
+    from kahve.envs.pasur.rules import OBS_FINAL, OBS_UNSEEN
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
@@ -164,6 +164,10 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     held_out, root = (rounds % 10) == 0, get("root")
     best_value = values.max(1, keepdim=True).values
     best = (values >= best_value - 1e-6) & mask
+    regret = (best_value - values).masked_fill(~mask, 0.0)
+    # in the last hand the unseen cards are the opponent's hand: nodes with 6+ cards in the two hands are the hard ones
+    cards_in_hands = x[:, :52].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + 52].sum(1)
+    weight = th.where(cards_in_hands >= 6, early_weight, 1.0)
     sizes = [game.observation_size] + [width] * depth
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
     rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
@@ -198,7 +202,10 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
         for s in range(len(order) // batch):
             i = th.tensor(order[s * batch:(s + 1) * batch])
             log_p = th.log_softmax(logits(x[i]).masked_fill(~mask[i], NEG), 1)
-            loss = -th.logsumexp(log_p.masked_fill(~best[i], NEG), 1).mean()     # all on the best moves
+            on_best = -th.logsumexp(log_p.masked_fill(~best[i], NEG), 1)         # all on the best moves
+            # the points the policy gives away: weighs each mistake by what it costs, not all alike
+            expected_regret = (log_p.exp() * regret[i]).sum(1)
+            loss = (weight[i] * (on_best + regret_weight * expected_regret)).sum() / weight[i].sum()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -336,6 +343,10 @@ def main(argv=None) -> None:
     e.add_argument("--lr", type=float, default=1e-3)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--threads", type=int, default=1, help="torch threads")
+    e.add_argument("--regret-weight", type=float, default=0.0, help="weight of the expected points given away "
+                   "(the policy's regret) beside the loss on the best moves")
+    e.add_argument("--early-weight", type=float, default=1.0, help="weight of the nodes whose two hands hold 6 "
+                   "cards or more")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
@@ -345,7 +356,8 @@ def main(argv=None) -> None:
     elif args.command == "tree":
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
-        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads)
+        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
+                   args.regret_weight, args.early_weight)
 
 
 if __name__ == "__main__":
