@@ -150,7 +150,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import OBS_FINAL, OBS_UNSEEN
+    from kahve.envs.pasur.rules import OBS_FINAL, OBS_POOL, OBS_UNSEEN
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
@@ -166,7 +166,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     best = (values >= best_value - 1e-6) & mask
     regret = (best_value - values).masked_fill(~mask, 0.0)
     # in the last hand the unseen cards are the opponent's hand: nodes with 6+ cards in the two hands are the hard ones
-    cards_in_hands = x[:, :52].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + 52].sum(1)
+    cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + 52].sum(1)   # own hand: the first block
     weight = th.where(cards_in_hands >= 6, early_weight, 1.0)
     sizes = [game.observation_size] + [width] * depth
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
