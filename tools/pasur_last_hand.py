@@ -52,6 +52,7 @@ BOT = "pasur/ppo"
 SETTINGS = {"episode": "deal", "reward": "points"}
 MID_SHARE = 0.25            # the share of earlier decisions kept as the anchor
 NEG = -1e9                  # the logit of an illegal move
+EARLY_CARDS = 6             # a last-hand node with this many cards in the two hands is an early, hard one
 
 
 def shipped_network(game):
@@ -150,7 +151,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import OBS_FINAL, OBS_POOL, OBS_UNSEEN
+    from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_POOL, OBS_UNSEEN
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
@@ -165,9 +166,9 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     best_value = values.max(1, keepdim=True).values
     best = (values >= best_value - 1e-6) & mask
     regret = (best_value - values).masked_fill(~mask, 0.0)
-    # in the last hand the unseen cards are the opponent's hand: nodes with 6+ cards in the two hands are the hard ones
-    cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + 52].sum(1)   # own hand: the first block
-    weight = th.where(cards_in_hands >= 6, early_weight, 1.0)
+    # in the last hand the unseen cards are the opponent's hand (and the own hand is the block before the pool)
+    cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
+    weight = th.where(cards_in_hands >= EARLY_CARDS, early_weight, 1.0)
     sizes = [game.observation_size] + [width] * depth
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
     rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
@@ -345,8 +346,8 @@ def main(argv=None) -> None:
     e.add_argument("--threads", type=int, default=1, help="torch threads")
     e.add_argument("--regret-weight", type=float, default=0.0, help="weight of the expected points given away "
                    "(the policy's regret) beside the loss on the best moves")
-    e.add_argument("--early-weight", type=float, default=1.0, help="weight of the nodes whose two hands hold 6 "
-                   "cards or more")
+    e.add_argument("--early-weight", type=float, default=1.0, help="weight of the nodes whose two hands hold "
+                   f"{EARLY_CARDS} cards or more")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
