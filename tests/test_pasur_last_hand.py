@@ -84,7 +84,7 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     data, bot_path = tmp_path / "tree.npz", tmp_path / "expert.onnx"
     tool.collect_trees(rounds=20, seed=6, keep=20, out=str(data))
     tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(bot_path),
-                    regret_weight=1.0, early_weight=3.0)     # the loss with every term on
+                    regret_weight=1.0, early_weight=3.0, augment=True)     # the loss with every term on
     assert capsys.readouterr().out.splitlines()[-2].startswith("epoch 1: a best move in held-out nodes")
     game = envs.game_class("pasur")(**tool.SETTINGS)
     bot, shipped = Bot.load(bot_path, game=game), tool.shipped_network(game)
@@ -96,3 +96,40 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     early = obs.copy()
     early[:, OBS_FINAL] = 0
     assert np.allclose([bot.logits(o) for o in early], shipped.forward(early), atol=1e-4)
+
+
+def test_relabelling_the_suits_changes_nothing_but_the_card_names():
+    """suit_permutation is a symmetry of the game: the relabelled deal, played with the relabelled moves, shows
+    the relabelled observations, offers the relabelled moves and gives every last-hand move the same exact value."""
+    from kahve.agents.policies.endgame.exact import PasurLastHand
+    from kahve.envs.pasur.rules import (MOVE_FEATURES, NUM_ACTIONS, OBS_MINE, OBS_PICKED, OBS_PLAYED, OBS_POOL,
+                                        OBS_THEIRS, OBS_UNSEEN, PHASE_SELECT, TEN_DIAMONDS)
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    solver, rng = PasurLastHand(game), np.random.default_rng(0)
+    blocks = [0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED]
+    moves_offset = game.observation_size - NUM_ACTIONS * MOVE_FEATURES
+    decisions = solved = 0
+    for deal in range(40):
+        perm = tool.suit_permutation(rng)
+        assert sorted(perm) == list(range(52)) and all(perm[c] % 13 == c % 13 for c in range(52))
+        assert all(perm[c] == c for c in range(13)) and perm[TEN_DIAMONDS] == TEN_DIAMONDS   # clubs, TD stay
+        deck = [int(c) for c in rng.permutation(52)]
+        a, b = game.new_state(deal, deck=deck), game.new_state(deal, deck=[int(perm[c]) for c in deck])
+        if a.redeals:                       # a redeal reshuffles from the seed: the decks part ways
+            continue
+        obs_source, action_source = tool.relabelled(perm, blocks, moves_offset, MOVE_FEATURES, game.observation_size)
+        new_action = np.argsort(action_source)
+        # (a capture's picks come in card order, so the relabelled games part ways at a choice of picks)
+        while a.current_player is not None and a.deals_completed == 0 and a.phase != PHASE_SELECT:
+            seat = a.current_player
+            assert np.array_equal(b.observation(seat), a.observation(seat)[obs_source])
+            legal = a.legal_actions()
+            assert sorted(b.legal_actions()) == sorted(int(new_action[x]) for x in legal)
+            if solver.applies(a) and len(legal) > 1:
+                on_b = solver.move_values(b)
+                assert all(on_b[int(new_action[x])] == v for x, v in solver.move_values(a).items())
+                solved += 1
+            x = int(rng.choice(legal))
+            a.apply(x), b.apply(int(new_action[x]))
+            decisions += 1
+    assert decisions > 300 and solved > 10

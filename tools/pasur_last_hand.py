@@ -55,6 +55,33 @@ NEG = -1e9                  # the logit of an illegal move
 EARLY_CARDS = 6             # a last-hand node with this many cards in the two hands is an early, hard one
 
 
+def suit_permutation(rng) -> np.ndarray:
+    """A random relabelling of the cards that changes nothing in Pâsur: within each rank, the suits other than
+    clubs (the 7-clubs race, 2C) trade places, the ten of diamonds (2 points) excepted. Captures read only ranks
+    and the scoring only clubs, the 2C, the TD and ranks (A, J), so every value and every legal move is carried
+    over with its cards: ``perm[c]`` is the card that ``c`` becomes."""
+    from kahve.envs.core.cards import CLUBS, DIAMONDS, NUM_CARDS, TEN, card_id
+    perm = np.arange(NUM_CARDS)
+    for rank in range(13):
+        suits = [s for s in range(4) if s != CLUBS and not (rank == TEN and s == DIAMONDS)]
+        perm[[card_id(rank, s) for s in suits]] = [card_id(rank, s) for s in rng.permutation(suits)]
+    return perm
+
+
+def relabelled(perm: np.ndarray, card_blocks: list[int], moves_offset: int, row: int, size: int):
+    """Index arrays that relabel an observation and a row of per-action numbers by ``perm`` (new = old[:, idx]):
+    the card-indexed blocks starting at ``card_blocks``, the actions PLAY(c) and TAKE(c) and their feature rows."""
+    from kahve.envs.pasur.rules import NUM_CARDS, TAKE
+    inverse = np.argsort(perm)
+    action_source = np.concatenate([inverse, TAKE + inverse])       # new action a' is old action_source[a']
+    obs_source = np.arange(size)
+    for start in card_blocks:
+        obs_source[start:start + NUM_CARDS] = start + inverse
+    moves = moves_offset + (action_source[:, None] * row + np.arange(row)).ravel()
+    obs_source[moves_offset:moves_offset + len(moves)] = moves
+    return obs_source, action_source
+
+
 def shipped_network(game):
     return mlp_from_bot(checkpoints.find(BOT), game.action_feature_size)
 
@@ -147,11 +174,12 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
 
 
 def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
-               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0) -> None:
+               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0, augment: bool = False) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_POOL, OBS_UNSEEN
+    from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_MINE, OBS_PHASE, OBS_PICKED, OBS_PLAYED, OBS_POOL, \
+        OBS_THEIRS, OBS_UNSEEN
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
@@ -192,6 +220,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
                 parts.append(f"{name} {share:.2%} (regret {regret:.3f})")
         print(f"{tag}: a best move in " + ", ".join(parts), flush=True)
 
+    card_blocks = [0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED]    # 0: the own hand
     train = np.flatnonzero(~held_out)
     print(f"{len(x):,} decision nodes, {held_out.sum():,} held out")
     batch = 512
@@ -202,10 +231,19 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
         order = rng.permutation(train)
         for s in range(len(order) // batch):
             i = th.tensor(order[s * batch:(s + 1) * batch])
-            log_p = th.log_softmax(logits(x[i]).masked_fill(~mask[i], NEG), 1)
-            on_best = -th.logsumexp(log_p.masked_fill(~best[i], NEG), 1)         # all on the best moves
+            xb, mb, bb, rb = x[i], mask[i], best[i], regret[i]
+            if augment:     # the same decisions with the suits relabelled: the network cannot learn them by card
+                obs_source, action_source = (th.tensor(a) for a in relabelled(
+                    suit_permutation(rng), card_blocks, offset, row, game.observation_size))
+                # (a capture's picks come in card order, so a relabelled SELECT decision is not one the engine
+                # poses: only PLAY decisions are relabelled)
+                play = (xb[:, OBS_PHASE] == 1)[:, None]
+                xb = th.where(play, xb[:, obs_source], xb)
+                mb, bb, rb = (th.where(play, t[:, action_source], t) for t in (mb, bb, rb))
+            log_p = th.log_softmax(logits(xb).masked_fill(~mb, NEG), 1)
+            on_best = -th.logsumexp(log_p.masked_fill(~bb, NEG), 1)              # all on the best moves
             # the points the policy gives away: weighs each mistake by what it costs, not all alike
-            expected_regret = (log_p.exp() * regret[i]).sum(1)
+            expected_regret = (log_p.exp() * rb).sum(1)
             loss = (weight[i] * (on_best + regret_weight * expected_regret)).sum() / weight[i].sum()
             optimizer.zero_grad()
             loss.backward()
@@ -348,6 +386,8 @@ def main(argv=None) -> None:
                    "(the policy's regret) beside the loss on the best moves")
     e.add_argument("--early-weight", type=float, default=1.0, help="weight of the nodes whose two hands hold "
                    f"{EARLY_CARDS} cards or more")
+    e.add_argument("--augment", action="store_true", help="relabel the suits of every batch at random "
+                   "(suit_permutation: the game's symmetries)")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
@@ -358,7 +398,7 @@ def main(argv=None) -> None:
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
         fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
-                   args.regret_weight, args.early_weight)
+                   args.regret_weight, args.early_weight, args.augment)
 
 
 if __name__ == "__main__":
