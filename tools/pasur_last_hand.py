@@ -24,13 +24,15 @@ itself, without search:
 * ``expert``: fits a separate, larger network to the tree nodes from scratch (relu, the same action-feature head)
   and writes a bot file that plays the shipped network in hands 1-5 and the expert wherever the observation's
   final-hand flag is set (:func:`~kahve.agents.policies.bot.export_onnx`'s ``expert``): still one greedy forward
-  pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch.
+  pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch. ``--augment``
+  relabels the suits of every batch at random (:func:`suit_permutation`, a symmetry of the game), so that the
+  network cannot learn a position by its card names.
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
     python tools/pasur_last_hand.py tree --rounds 5000 --seed 21 --out tree_21.npz    # about 19 min a process
     python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
-    python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx
+    python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
 
 "The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
 both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
