@@ -59,7 +59,7 @@ EARLY_CARDS = 6             # a last-hand node with this many cards in the two h
 
 def suit_permutation(rng) -> np.ndarray:
     """A random relabelling of the cards that changes nothing in Pâsur: within each rank, the suits other than
-    clubs (the 7-clubs race, 2C) trade places, the ten of diamonds (2 points) excepted. Captures read only ranks
+    clubs (the 7-clubs race, 2C) trade places, the ten of diamonds (3 points) excepted. Captures read only ranks
     and the scoring only clubs, the 2C, the TD and ranks (A, J), so every value and every legal move is carried
     over with its cards: ``perm[c]`` is the card that ``c`` becomes."""
     from kahve.envs.core.cards import CLUBS, DIAMONDS, NUM_CARDS, TEN, card_id
