@@ -96,6 +96,13 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     early = obs.copy()
     early[:, OBS_FINAL] = 0
     assert np.allclose([bot.logits(o) for o in early], shipped.forward(early), atol=1e-4)
+    # --main puts another bot's main network in hands 1-5 (here the shipped DQN's)
+    other_path = tmp_path / "over_dqn.onnx"
+    tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(other_path), main="pasur/dqn")
+    dqn = mlp_from_bot(tool.checkpoints.find("pasur/dqn"), game.action_feature_size)
+    other = Bot.load(other_path, game=game)
+    assert np.allclose([other.logits(o) for o in early], dqn.forward(early), atol=1e-4)
+    assert not np.allclose(dqn.forward(early), shipped.forward(early), atol=1e-2)
 
 
 def test_relabelling_the_suits_changes_nothing_but_the_card_names():

@@ -26,7 +26,8 @@ itself, without search:
   final-hand flag is set (:func:`~kahve.agents.policies.bot.export_onnx`'s ``expert``): still one greedy forward
   pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch. ``--augment``
   relabels the suits of every batch at random (:func:`suit_permutation`, a symmetry of the game), so that the
-  network cannot learn a position by its card names.
+  network cannot learn a position by its card names; ``--main BOT`` writes the expert over another bot's main
+  network (a fine-tune's, exported).
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
@@ -176,7 +177,8 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
 
 
 def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
-               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0, augment: bool = False) -> None:
+               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0, augment: bool = False,
+               main: str = BOT) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
@@ -185,7 +187,8 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
-    main_net = shipped_network(game)
+    main_path = checkpoints.find(main) or main            # a shipped bot's name or a bot file
+    main_net = mlp_from_bot(main_path, game.action_feature_size)
     offset, actions, row = main_net.feature_offset, game.num_actions, game.action_feature_size
     data = [np.load(f) for f in files]
     get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
@@ -254,11 +257,11 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
         report(f"epoch {epoch + 1}")
     expert = MLP([layer.weight.detach().numpy() for layer in layers], [layer.bias.detach().numpy() for layer in layers],
                  "relu", feature_offset=offset, feature_weights=rows.detach().numpy())
-    _, meta = Bot.read_metadata(checkpoints.find(BOT))
+    _, meta = Bot.read_metadata(main_path)
     meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", "hidden": [width] * depth,
                                "activation": "relu", "solved_decisions": int(len(train)), "epochs": epochs}}
     export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
-    print(f"wrote {out}: {BOT} in hands 1-5, the expert in the last hand")
+    print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
 
 def widened(mlp, extra: int, generator):
@@ -390,6 +393,8 @@ def main(argv=None) -> None:
                    f"{EARLY_CARDS} cards or more")
     e.add_argument("--augment", action="store_true", help="relabel the suits of every batch at random "
                    "(suit_permutation: the game's symmetries)")
+    e.add_argument("--main", default=BOT, help="the bot whose main network plays hands 1-5 in the file written "
+                   f"(a bot file or a shipped bot's name; default {BOT})")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
@@ -400,7 +405,7 @@ def main(argv=None) -> None:
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
         fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
-                   args.regret_weight, args.early_weight, args.augment)
+                   args.regret_weight, args.early_weight, args.augment, args.main)
 
 
 if __name__ == "__main__":
