@@ -109,11 +109,9 @@ def test_relabelling_the_suits_changes_nothing_but_the_card_names():
     """suit_permutation is a symmetry of the game: the relabelled deal, played with the relabelled moves, shows
     the relabelled observations, offers the relabelled moves and gives every last-hand move the same exact value."""
     from kahve.agents.policies.endgame.exact import PasurLastHand
-    from kahve.envs.pasur.rules import (MOVE_FEATURES, NUM_ACTIONS, OBS_MINE, OBS_PICKED, OBS_PLAYED, OBS_POOL,
-                                        OBS_THEIRS, OBS_UNSEEN, PHASE_SELECT, TEN_DIAMONDS)
+    from kahve.envs.pasur.rules import MOVE_FEATURES, NUM_ACTIONS, PHASE_SELECT, TEN_DIAMONDS
     game = envs.game_class("pasur")(**tool.SETTINGS)
     solver, rng = PasurLastHand(game), np.random.default_rng(0)
-    blocks = [0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED]
     moves_offset = game.observation_size - NUM_ACTIONS * MOVE_FEATURES
     decisions = solved = 0
     for deal in range(40):
@@ -124,7 +122,8 @@ def test_relabelling_the_suits_changes_nothing_but_the_card_names():
         a, b = game.new_state(deal, deck=deck), game.new_state(deal, deck=[int(perm[c]) for c in deck])
         if a.redeals:                       # a redeal reshuffles from the seed: the decks part ways
             continue
-        obs_source, action_source = tool.relabelled(perm, blocks, moves_offset, MOVE_FEATURES, game.observation_size)
+        obs_source, action_source = tool.relabelled(perm, tool.CARD_BLOCKS, moves_offset, MOVE_FEATURES,
+                                                    game.observation_size)
         new_action = np.argsort(action_source)
         # (a capture's picks come in card order, so the relabelled games part ways at a choice of picks)
         while a.current_player is not None and a.deals_completed == 0 and a.phase != PHASE_SELECT:

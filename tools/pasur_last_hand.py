@@ -48,14 +48,18 @@ import numpy as np
 from kahve import checkpoints, envs
 from kahve.agents.policies.bot import mlp_from_bot
 from kahve.agents.policies.endgame.exact import PasurLastHand
+from kahve.agents.policies.specs import bot_path
 from kahve.agents.training.learner_env import LearnerEnv
 from kahve.agents.training.opponents import OpponentPool
+from kahve.envs.pasur.rules import OBS_MINE, OBS_PICKED, OBS_PLAYED, OBS_POOL, OBS_THEIRS, OBS_UNSEEN
 
 BOT = "pasur/ppo"
 SETTINGS = {"episode": "deal", "reward": "points"}
 MID_SHARE = 0.25            # the share of earlier decisions kept as the anchor
 NEG = -1e9                  # the logit of an illegal move
 EARLY_CARDS = 6             # a last-hand node with this many cards in the two hands is an early, hard one
+# where the observation's card-indexed blocks start (0: the own hand), what suit_permutation relabels
+CARD_BLOCKS = (0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED)
 
 
 def suit_permutation(rng) -> np.ndarray:
@@ -71,7 +75,7 @@ def suit_permutation(rng) -> np.ndarray:
     return perm
 
 
-def relabelled(perm: np.ndarray, card_blocks: list[int], moves_offset: int, row: int, size: int):
+def relabelled(perm: np.ndarray, card_blocks, moves_offset: int, row: int, size: int):
     """Index arrays that relabel an observation and a row of per-action numbers by ``perm`` (new = old[:, idx]):
     the card-indexed blocks starting at ``card_blocks``, the actions PLAY(c) and TAKE(c) and their feature rows."""
     from kahve.envs.pasur.rules import NUM_CARDS, TAKE
@@ -182,12 +186,11 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_MINE, OBS_PHASE, OBS_PICKED, OBS_PLAYED, OBS_POOL, \
-        OBS_THEIRS, OBS_UNSEEN
+    from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_PHASE
     th.set_num_threads(threads)
     th.manual_seed(seed)
     game = envs.game_class("pasur")(**SETTINGS)
-    main_path = checkpoints.find(main) or main            # a shipped bot's name or a bot file
+    main_path = bot_path(main)                             # a bot file or a shipped bot's name
     main_net = mlp_from_bot(main_path, game.action_feature_size)
     offset, actions, row = main_net.feature_offset, game.num_actions, game.action_feature_size
     data = [np.load(f) for f in files]
@@ -225,7 +228,6 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
                 parts.append(f"{name} {share:.2%} (regret {regret:.3f})")
         print(f"{tag}: a best move in " + ", ".join(parts), flush=True)
 
-    card_blocks = [0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED]    # 0: the own hand
     train = np.flatnonzero(~held_out)
     print(f"{len(x):,} decision nodes, {held_out.sum():,} held out")
     batch = 512
@@ -239,7 +241,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
             xb, mb, bb, rb = x[i], mask[i], best[i], regret[i]
             if augment:     # the same decisions with the suits relabelled: the network cannot learn them by card
                 obs_source, action_source = (th.tensor(a) for a in relabelled(
-                    suit_permutation(rng), card_blocks, offset, row, game.observation_size))
+                    suit_permutation(rng), CARD_BLOCKS, offset, row, game.observation_size))
                 # (a capture's picks come in card order, so a relabelled SELECT decision is not one the engine
                 # poses: only PLAY decisions are relabelled)
                 play = (xb[:, OBS_PHASE] == 1)[:, None]
