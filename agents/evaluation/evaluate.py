@@ -90,7 +90,7 @@ def _play_units(matchup: Matchup, units: list[int]) -> list[dict]:
 
 
 def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
-    """A's score in a match (1 win, 0.5 shared win, 0 loss), its label, and A's mean points per deal."""
+    """A's score in a match (1 win, 0.5 shared win, 0 loss), its label, and A's points summed over its deals."""
     winning_sides = {game.sides[s] for s in result["winners"]}
     if a_side not in winning_sides:
         label, score = "loss", 0.0
@@ -100,7 +100,7 @@ def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
         label, score = "draw", 0.5
     a_seat = game.sides.index(a_side)
     rel = [game.relative_points(points, a_seat) for points in result["deal_points"]]
-    return score, label, (sum(rel) / len(rel) if rel else 0.0)
+    return score, label, sum(rel)
 
 
 def mean_interval(values: list[float]) -> tuple[float, float, float]:
@@ -112,6 +112,25 @@ def mean_interval(values: list[float]) -> tuple[float, float, float]:
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     half = Z95 * math.sqrt(var / n)
     return mean, mean - half, mean + half
+
+
+def ratio_interval(totals: list[float], counts: list[float]) -> tuple[float, float, float]:
+    """Sum of ``totals`` over sum of ``counts``, with the delta method's normal 95% interval over the units.
+
+    Points per deal over full matches: every deal counts once, however long its match. (The mean of each match's
+    own mean would weigh the deals of short matches more, and the side that wins by most plays the shortest
+    matches.) With equal counts it is :func:`mean_interval` of ``totals / count``.
+    """
+    n, deals = len(totals), sum(counts)
+    if deals == 0:
+        return 0.0, float("nan"), float("nan")
+    ratio = sum(totals) / deals
+    if n < 2:
+        return ratio, float("nan"), float("nan")
+    residuals = [t - ratio * c for t, c in zip(totals, counts)]
+    var = sum(e * e for e in residuals) / (n - 1)
+    half = Z95 * math.sqrt(var / n) / (deals / n)
+    return ratio, ratio - half, ratio + half
 
 
 def wilson_interval(successes: float, n: int) -> tuple[float, float]:
@@ -186,19 +205,20 @@ def write_match_records(g, matchup: Matchup, results: list[dict], record_dir: st
 def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:
     results = sorted(results, key=lambda r: (r["unit"], r["a_side"]))
     counts = {"win": 0, "draw": 0, "loss": 0}
-    unit_scores, unit_points = {}, {}
+    unit_scores, unit_points, unit_deals = {}, {}, {}
     for r in results:
         score, label, points = _score(r, g, r["a_side"])
         counts[label] += 1
         unit_scores.setdefault(r["unit"], []).append(score)
-        unit_points.setdefault(r["unit"], []).append(points)
+        unit_points[r["unit"]] = unit_points.get(r["unit"], 0.0) + points
+        unit_deals[r["unit"]] = unit_deals.get(r["unit"], 0) + len(r["deal_points"])
     n = len(results)
     per_unit = [sum(v) / len(v) for v in unit_scores.values()]
     win_rate, lo, hi = mean_interval(per_unit)
     if not (hi - lo > 0):                                 # all units equal: fall back to Wilson on matches
         lo, hi = wilson_interval(counts["win"] + 0.5 * counts["draw"], n)
-    pts, plo, phi = mean_interval([sum(v) / len(v) for v in unit_points.values()])
-    deals = sum(len(r["deal_points"]) for r in results)
+    pts, plo, phi = ratio_interval(list(unit_points.values()), [unit_deals[u] for u in unit_points])
+    deals = sum(unit_deals.values())
     return {
         "game": matchup.game, "settings": matchup.settings, "a": matchup.a, "b": matchup.b,
         "others": matchup.others, "seed": matchup.seed, "games": n, "units": len(per_unit),

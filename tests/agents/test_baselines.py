@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 
 from kahve import envs
 from kahve.agents import RandomPolicy, make_policy
-from kahve.agents.evaluation.evaluate import evaluate, format_report, wilson_interval
+from kahve.agents.evaluation.evaluate import (Matchup, evaluate, format_report, mean_interval, ratio_interval, summarize,
+                                             wilson_interval)
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.evaluation.ratings import fit_bradley_terry
 from tests.helpers import random_game
@@ -111,6 +113,25 @@ def test_bradley_terry_recovers_known_strengths():
     # a clean sweep still gives finite ratings, in the right order
     sweep = fit_bradley_terry(["x", "y"], [("x", "y", 50.0, 50)])
     assert sweep["x"][0] > 200 and np.isfinite(sweep["x"][0])
+
+
+def test_points_per_deal_over_full_matches_counts_every_deal_once():
+    """A side that wins by a lot plays short matches: a mean of per-match means would weigh its big deals more."""
+    g = envs.game_class("pasur")()
+    short_and_big = {"unit": 0, "a_side": 0, "winners": [0], "deal_points": [[40, 0]], "truncated": False}
+    long_and_small = {"unit": 1, "a_side": 0, "winners": [0], "deal_points": [[10, 0]] * 3, "truncated": False}
+    r = summarize(g, Matchup("pasur", {}, "x", "y", [], 0), [short_and_big, long_and_small], 1.0)
+    assert r["deals"] == 4 and r["points_per_deal"] == pytest.approx(70 / 4)   # not (40 + 10) / 2
+    lo, hi = r["points_per_deal_ci95"]
+    assert lo < 70 / 4 < hi
+
+
+def test_ratio_interval_is_the_mean_interval_when_every_unit_has_as_many_deals():
+    totals = [3.0, -1.0, 7.5, 2.0, 0.5]
+    assert ratio_interval(totals, [2] * 5) == pytest.approx(mean_interval([t / 2 for t in totals]))
+    ratio, lo, hi = ratio_interval([10.0, 2.0, 6.0], [1, 2, 3])
+    assert ratio == pytest.approx(3.0) and lo < 3.0 < hi
+    assert math.isnan(ratio_interval([5.0], [2])[1])
 
 
 def test_wilson_interval():
