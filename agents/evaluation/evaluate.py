@@ -103,17 +103,6 @@ def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
     return score, label, sum(rel)
 
 
-def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean and normal-approximation 95% interval."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, float("nan"), float("nan")
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = Z95 * math.sqrt(var / n)
-    return mean, mean - half, mean + half
-
-
 def ratio_interval(totals: list[float], counts: list[float]) -> tuple[float, float, float]:
     """Sum of ``totals`` over sum of ``counts``, with the delta method's normal 95% interval over the units.
 
@@ -127,10 +116,14 @@ def ratio_interval(totals: list[float], counts: list[float]) -> tuple[float, flo
     ratio = sum(totals) / deals
     if n < 2:
         return ratio, float("nan"), float("nan")
-    residuals = [t - ratio * c for t, c in zip(totals, counts)]
-    var = sum(e * e for e in residuals) / (n - 1)
+    var = sum((t - ratio * c) ** 2 for t, c in zip(totals, counts)) / (n - 1)
     half = Z95 * math.sqrt(var / n) / (deals / n)
     return ratio, ratio - half, ratio + half
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and normal-approximation 95% interval: :func:`ratio_interval` with every unit counted once."""
+    return ratio_interval(values, [1] * len(values))
 
 
 def wilson_interval(successes: float, n: int) -> tuple[float, float]:
