@@ -17,6 +17,13 @@ choice at the root is kept unless the best action's mean advantage over it, pair
 standard errors. The plain argmax (``margin=0``, the default) picks whichever action was luckiest whenever the
 values are noisy and the legal actions many (the winner's curse); in Pis Yedili, whose deal values are large and
 heavy-tailed, that made ``rollout:16`` lose to the heuristic it searches over.
+
+``drop`` (spec option ``drop=D``, with a margin) spends the worlds where the choice is still open: the worlds are
+played in batches of :data:`DROP_BATCH`, and after each batch every action whose mean advantage over the base
+policy's move, paired per world, is below ``-D`` standard errors is dropped from the later batches. Most moves are
+settled after a batch or two (the base move kept), so a move costs about half as much, and the choice is the one
+the full search makes in about 98% of the decisions (docs/search.md, "Dropping settled moves"). The worlds and
+their random streams are drawn as before, so every action still meets the same worlds.
 """
 
 from __future__ import annotations
@@ -30,18 +37,28 @@ from .base import decide
 from .heuristics import heuristic_for
 
 
+#: the worlds played between two looks at which actions to drop (``drop=D``)
+DROP_BATCH = 8
+
+
 class RolloutPolicy:
     DEFAULT_ROLLOUTS = 16
     reads_observation = False
 
     def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None, policy=None,
-                 margin: float = 0.0, name: str | None = None, anchor=None):
+                 margin: float = 0.0, name: str | None = None, anchor=None, drop: float | None = None):
         """``policy``: the base policy object (None: the game's heuristic, seeded with ``seed``). ``anchor``:
         the policy whose move ``margin`` keeps unless another beats it (None: the base policy); a network
-        anchor over heuristic rollouts keeps the network's play and spends the time on more worlds."""
+        anchor over heuristic rollouts keeps the network's play and spends the time on more worlds. ``drop``:
+        stop playing an action's worlds once it trails the kept move by ``drop`` standard errors (needs a
+        margin: the kept move is what it trails)."""
+        if drop is not None and margin <= 0:
+            raise ValueError("drop needs a margin: it drops the actions that trail the base policy's move "
+                             "(e.g. rollout:32,z=1,drop=0.5)")
         self.game = game
         self.rollouts = rollouts
         self.margin = float(margin)
+        self.drop = drop
         self.rng = random.Random(seed)
         self.base = heuristic_for(game, seed) if policy is None else policy
         self.anchor = anchor
@@ -61,6 +78,10 @@ class RolloutPolicy:
         if len(legal) == 1:
             return legal[0]
         seat = state.current_player
+        if self.drop is not None:
+            worlds = self._worlds(state, seat)
+            base_action = self._base_choice(state, legal, self.rng.getrandbits(32))
+            return self._dropping_choice(worlds, legal, seat, base_action)
         values = self.action_values(state, legal, seat)
         if self.margin <= 0:
             totals = [sum(v) for v in values]
@@ -71,10 +92,33 @@ class RolloutPolicy:
     def action_values(self, state, legal: list[int], seat: int) -> list[list[float]]:
         """``seat``'s value of every legal action in each of K worlds drawn for it (the same worlds and rollout
         seeds for every action): ``values[i][w]``."""
-        worlds = [(state.determinize(seat, self.rng), self.rng.getrandbits(32)) for _ in range(self.rollouts)]
+        return self._values(self._worlds(state, seat), legal, seat)
+
+    def _worlds(self, state, seat: int) -> list:
+        """K worlds drawn for ``seat``, each with the seed of its rollouts' random stream."""
+        return [(state.determinize(seat, self.rng), self.rng.getrandbits(32)) for _ in range(self.rollouts)]
+
+    def _values(self, worlds: list, legal: list[int], seat: int) -> list[list[float]]:
         if self._scorer is not None:
             return self._lockstep(worlds, legal, seat)
         return [[self._rollout(world, a, seed, seat) for world, seed in worlds] for a in legal]
+
+    def _dropping_choice(self, worlds: list, legal: list[int], seat: int, base_action: int) -> int:
+        """The margin's choice over the actions still open after the worlds are played in batches, each batch
+        dropping the actions that trail ``base_action`` by more than ``drop`` standard errors (``drop=D``)."""
+        base = legal.index(base_action)
+        values = [[] for _ in legal]
+        open_ = list(range(len(legal)))
+        for start in range(0, len(worlds), DROP_BATCH):
+            batch = self._values(worlds[start:start + DROP_BATCH], [legal[i] for i in open_], seat)
+            for i, v in zip(open_, batch):
+                values[i] += v
+            if start + DROP_BATCH >= len(worlds):
+                break
+            open_ = [i for i in open_ if i == base or not trails(values[i], values[base], self.drop)]
+            if open_ == [base]:
+                return base_action
+        return margin_choice([values[i] for i in open_], [legal[i] for i in open_], base_action, self.margin)[0]
 
     # ----- the base policy ------------------------------------------------------------------------------
     def _base_choice(self, state, legal: list[int], seed: int) -> int:
@@ -143,6 +187,18 @@ def margin_choice(values: list[list[float]], legal: list[int], base_action: int,
     mean = sum(diff) / k
     sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1)) if k > 1 else 0.0
     return (legal[i], mean) if mean > margin * sd / math.sqrt(k) else (base_action, 0.0)
+
+
+def trails(values: list[float], base_values: list[float], drop: float) -> bool:
+    """Whether an action's mean advantage over the base move, paired per world, is below ``-drop`` standard
+    errors (two worlds at least: one gives no spread)."""
+    k = len(values)
+    if k < 2:
+        return False
+    diff = [x - y for x, y in zip(values, base_values)]
+    mean = sum(diff) / k
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1))
+    return mean < -drop * sd / math.sqrt(k)
 
 
 def deal_value(sim, deal: int, seat: int) -> float:

@@ -9,11 +9,12 @@ spec                             policy
                                  first; else trail the most-seen rank)
 ``BOT``                          an exported bot file: its path, or a shipped bot's name (``pishti/ppo_2p``),
                                  greedy
-``rollout[:K[,z=Z][,by=P][:SPEC]]`` flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
+``rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]`` flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
                                  finished by SPEC (default ``heuristic``) in every seat; ``z=Z``: keep SPEC's
-                                 own move unless the best one beats it by Z standard errors; ``by=P``
-                                 (heuristic, greedy, random): the rollouts are played by P instead, SPEC's
-                                 move is the one kept
+                                 own move unless the best one beats it by Z standard errors; ``drop=D`` (with
+                                 ``z``): worlds in batches of 8, an action that trails the kept move by D
+                                 standard errors plays no more of them; ``by=P`` (heuristic, greedy,
+                                 random): the rollouts are played by P instead, SPEC's move is the one kept
 ``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
                                  rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
@@ -40,13 +41,13 @@ import os
 
 from .base import RandomPolicy
 
-POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]", "rollout[:K[,z=Z][,by=P][:SPEC]]",
-                "endgame[:K]:SPEC",
+POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]",
+                "rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]", "endgame[:K]:SPEC",
                 "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
 #: options of the count field, per search: name -> whether it takes a value
-_OPTIONS = {"rollout": {"z": True, "by": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
+_OPTIONS = {"rollout": {"z": True, "by": True, "drop": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
 #: options whose value is a policy named by a word, and the words allowed
 _WORD_OPTIONS = {"by": ("heuristic", "greedy", "random")}
 
@@ -152,8 +153,11 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
                              f"name that policy, e.g. rollout:{n},z=1,by={options['by']}:pishti/ppo_2p; "
                              f"{accepted_specs()}")
         anchor, base = base, make_policy(options["by"], game, seed)
+    if "drop" in options and not options.get("z"):
+        raise ValueError(f"bad policy spec {spec!r}: drop=D drops the actions that trail the kept move, so it needs "
+                         f"a margin, e.g. rollout:{n},z=1,drop={options['drop']:g}; {accepted_specs()}")
     return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label,
-                         anchor=anchor)
+                         anchor=anchor, drop=options.get("drop"))
 
 
 def _endgame(spec: str, rest: str, game, seed):

@@ -18,7 +18,7 @@ from kahve.agents.policies.endgame import EndgamePolicy
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.policies.ismcts import ISMCTS
 from kahve.agents.policies.levels import EASY_TEMPERATURE, LEVELS, first_shipped_bot, hard_spec, shipped_bot
-from kahve.agents.policies.rollout import RolloutPolicy, deal_value, masked_choices
+from kahve.agents.policies.rollout import RolloutPolicy, deal_value, masked_choices, trails
 
 PISHTI = dict(players=2, episode="deal")
 BOT = "pishti/ppo_2p"
@@ -86,11 +86,13 @@ def test_a_bot_path_with_colons_is_split_on_the_first_two_only(tmp_path):
     ("rollout:8,by=search:heuristic", "option by takes one of heuristic, greedy, random"),
     ("rollout:8,by:heuristic", "option by takes a value"),
     ("random:easy", "a level takes a bot file"),
+    ("rollout:8,drop=0.5", "needs a margin"),
+    ("rollout:8,z=1,drop=x", "option drop takes a number"),
 ])
 def test_bad_search_and_level_specs_name_the_accepted_forms(spec, match):
     with pytest.raises(ValueError, match=match) as err:
         make_policy(spec, pishti())
-    assert "rollout[:K[,z=Z][,by=P][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
+    assert "rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
 
 
 def test_a_missing_inner_bot_is_a_missing_file():
@@ -157,6 +159,48 @@ def test_a_huge_margin_keeps_the_base_policys_move_and_zero_is_the_plain_argmax(
             checked += 1
         st.apply(base.choose(st, legal))
     assert checked >= 5
+
+
+def counting_rollouts(policy) -> list:
+    """Count the policy's rollouts (one per action and world): a list whose length grows by one each."""
+    calls, rollout = [], policy._rollout
+    policy._rollout = lambda *args: calls.append(1) or rollout(*args)
+    return calls
+
+
+def test_dropping_settled_actions_plays_fewer_worlds_for_the_same_choices():
+    # drop=D: an action trailing the kept move by D standard errors plays no more worlds. With a huge D no
+    # action is dropped and every choice is the full search's; with D=0.5 most of the full search's choices are
+    # kept on fewer rollouts
+    g = envs.game_class("pis_yedili")(players=2, episode="deal")
+    full, never, drop = (make_policy(s, g, 2) for s in ("rollout:32,z=1", "rollout:32,z=1,drop=1000",
+                                                          "rollout:32,z=1,drop=0.5"))
+    assert full.drop is None and never.drop == 1000 and drop.drop == 0.5
+    full_calls, drop_calls = counting_rollouts(full), counting_rollouts(drop)
+    other = heuristic_for(g, 1)
+    same = decisions = 0
+    for seed in (3, 4):
+        st = g.new_state(seed)
+        while st.current_player is not None:
+            legal = st.legal_actions()
+            if st.current_player == 0 and len(legal) > 1:
+                chosen = full.act(None, None, st)
+                assert never.act(None, None, st) == chosen
+                dropped = drop.act(None, None, st)
+                assert dropped in legal
+                same += dropped == chosen
+                decisions += 1
+            st.apply(decide(other, st))
+    assert decisions >= 10 and same >= 0.8 * decisions
+    assert len(drop_calls) < 0.8 * len(full_calls)
+
+
+def test_an_action_trails_when_its_paired_advantage_is_below_minus_drop_standard_errors():
+    # advantages -3 and -1: mean -2, standard error 1
+    assert trails([0.0, 2.0], [3.0, 3.0], 1.5) and not trails([0.0, 2.0], [3.0, 3.0], 2.5)
+    assert trails([1.0, 1.0], [2.0, 2.0], 1000)        # behind in every world by the same amount
+    assert not trails([0.0, 2.0], [1.0, 1.0], 0.0)     # level on average
+    assert not trails([0.0], [9.0], 0.0)               # one world gives no spread
 
 
 def test_rollouts_by_another_policy_keep_the_named_policys_move():
@@ -249,9 +293,11 @@ def test_levels_of_a_bot():
     yedili = envs.game_class("pis_yedili")(players=2, episode="deal")   # Pis Yedili's: the rollout search
     rollout = make_policy("pis_yedili/distilled_2p:hard", yedili, 1)
     assert isinstance(rollout, RolloutPolicy) and isinstance(rollout.base, Bot) and rollout.margin > 0
+    assert rollout.drop is not None                                  # settled moves play no more worlds
     pasur = envs.game_class("pasur")(episode="deal")                 # Pâsur's: the same, with the solved last hand
     both = make_policy("pasur/ppo:hard", pasur, 1)
     assert isinstance(both, EndgamePolicy) and isinstance(both.policy, RolloutPolicy) and both.policy.margin > 0
+    assert both.policy.drop is not None
 
 
 def test_a_bare_level_is_the_shipped_bot_that_fits_the_table():
