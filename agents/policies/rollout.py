@@ -182,23 +182,26 @@ def margin_choice(values: list[list[float]], legal: list[int], base_action: int,
     i, j = totals.index(max(totals)), legal.index(base_action)
     if i == j:
         return base_action, 0.0
-    diff = [x - y for x, y in zip(values[i], values[j])]
+    mean, se = paired_advantage(values[i], values[j])
+    return (legal[i], mean) if mean > margin * se else (base_action, 0.0)
+
+
+def paired_advantage(values: list[float], base_values: list[float]) -> tuple[float, float]:
+    """An action's mean advantage over another, paired per world, and its standard error (0 from one world)."""
+    diff = [x - y for x, y in zip(values, base_values)]
     k = len(diff)
     mean = sum(diff) / k
     sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1)) if k > 1 else 0.0
-    return (legal[i], mean) if mean > margin * sd / math.sqrt(k) else (base_action, 0.0)
+    return mean, sd / math.sqrt(k)
 
 
 def trails(values: list[float], base_values: list[float], drop: float) -> bool:
     """Whether an action's mean advantage over the base move, paired per world, is below ``-drop`` standard
     errors (two worlds at least: one gives no spread)."""
-    k = len(values)
-    if k < 2:
+    if len(values) < 2:
         return False
-    diff = [x - y for x, y in zip(values, base_values)]
-    mean = sum(diff) / k
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / (k - 1))
-    return mean < -drop * sd / math.sqrt(k)
+    mean, se = paired_advantage(values, base_values)
+    return mean < -drop * se
 
 
 def deal_value(sim, deal: int, seat: int) -> float:
