@@ -134,6 +134,12 @@ def test_ratio_interval_is_the_mean_interval_when_every_unit_has_as_many_deals()
     assert math.isnan(ratio_interval([5.0], [2])[1])
 
 
+def test_a_report_of_one_deal_seed_says_it_has_no_interval():
+    r = evaluate("pishti", "heuristic", "random", games=2, settings={"players": 2, "episode": "deal"}, seed=3)
+    assert r["units"] == 1 and "an interval needs 2 deal seeds or more" in format_report(r)
+    assert "nan" not in format_report(r)
+
+
 def test_wilson_interval():
     lo, hi = wilson_interval(50, 100)
     assert lo < 0.5 < hi and abs((lo + hi) / 2 - 0.5) < 1e-9
