@@ -53,8 +53,8 @@ def preset(name: str) -> list[tuple[str, str, str]]:
                 specs = [s for s in specs if s not in ("rollout:64", "ismcts:400:heuristic")]
             cells += [(game, a, "heuristic") for a in specs]
         elif name == "levels":        # the difficulty levels against the heuristic, the network and ismcts:400
-            # BOT:hard against the heuristic is the search preset's rollout:64,z=1:BOT (the same policy)
-            cells += [(game, f"{bot}:{lv}", "heuristic") for lv in ("easy", "medium")]
+            # (BOT:hard was once the search preset's rollout:64,z=1:BOT; it is its own search now: levels.HARD)
+            cells += [(game, f"{bot}:{lv}", "heuristic") for lv in ("easy", "medium", "hard")]
             cells += [(game, f"{bot}:hard", bot), (game, f"{bot}:hard", "ismcts:400")]
         else:
             raise SystemExit(f"unknown preset {name!r}; presets: search, levels")
