@@ -33,7 +33,7 @@ EASY_TEMPERATURE = 5.0
 #: runs one of its two networks per row, Bot.batch_logits). Pişti (2 players): rollouts over the fine-tuned network
 #: added nothing measurable, the exactly solved last hand does (docs/search.md). ``drop=0.5`` (Pâsur, Pis Yedili):
 #: a move that trails the network's by half a standard error after a batch of worlds plays no more of them; the
-#: same choice as the full search in 98% of the decisions at about 0.6 of the time (docs/search.md)
+#: same choice as the full search in 97–98% of the decisions at about 0.6 of the time (docs/search.md)
 HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:{bot}",
         "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"

@@ -22,7 +22,7 @@ heavy-tailed, that made ``rollout:16`` lose to the heuristic it searches over.
 played in batches of :data:`DROP_BATCH`, and after each batch every action whose mean advantage over the base
 policy's move, paired per world, is below ``-D`` standard errors is dropped from the later batches. Most moves are
 settled after a batch or two (the base move kept), so a move costs about half as much, and the choice is the one
-the full search makes in about 98% of the decisions (docs/search.md, "Dropping settled moves"). The worlds and
+the full search makes in 97–98% of the decisions (docs/search.md, "Dropping settled moves"). The worlds and
 their random streams are drawn as before, so every action still meets the same worlds.
 """
 
