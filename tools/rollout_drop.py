@@ -52,10 +52,15 @@ def decisions(game_name: str, deals: int, seed: int) -> tuple[object, list]:
     return search, rows
 
 
+def full_choice(search, row) -> int:
+    """The full search's choice at a decision: the margin rule over every move and world."""
+    from kahve.agents.policies.rollout import margin_choice
+    legal, base, values = row
+    return margin_choice(values, legal, base, search.margin)[0]
+
+
 def replay(search, rows: list, drop: float) -> tuple[float, float, float]:
     """(share of the full search's choices made, share of its rollouts played, median share a decision)."""
-    from kahve.agents.policies.rollout import margin_choice
-
     search.drop = drop
     same, played, shares = 0, 0, []
     for legal, base, values in rows:
@@ -66,7 +71,7 @@ def replay(search, rows: list, drop: float) -> tuple[float, float, float]:
             return [values[legal.index(a)][worlds[0]:worlds[0] + len(worlds)] for a in actions]
         search._values = served                     # the rows' values, the worlds named by their numbers
         choice = search._dropping_choice(list(range(len(values[0]))), legal, 0, base)
-        same += choice == margin_choice(values, legal, base, search.margin)[0]
+        same += choice == full_choice(search, (legal, base, values))
         played += sum(used)
         shares.append(sum(used) / (len(legal) * len(values[0])))
     del search._values
@@ -84,18 +89,12 @@ def main(argv=None) -> None:
     search, rows = decisions(args.game, args.deals, args.seed)
     print(f"{args.game}: {len(rows)} decisions of `{search.name}` over {BOTS[args.game]}, deals {args.seed}-"
           f"{args.seed + args.deals - 1}; the full search keeps the network's move in "
-          f"{sum(margin_choice_keeps(search, r) for r in rows)} of them")
+          f"{sum(full_choice(search, r) == r[1] for r in rows)} of them")
     print("| drop | the full search's choice | rollouts played | median a decision |")
     print("| --- | --- | --- | --- |")
     for d in args.drop:
         same, played, median = replay(search, rows, d)
         print(f"| {d:g} | {same:.1%} | {played:.2f} | {median:.2f} |")
-
-
-def margin_choice_keeps(search, row) -> bool:
-    from kahve.agents.policies.rollout import margin_choice
-    legal, base, values = row
-    return margin_choice(values, legal, base, search.margin)[0] == base
 
 
 if __name__ == "__main__":

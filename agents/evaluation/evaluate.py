@@ -233,7 +233,7 @@ def format_report(r: dict) -> str:
         f"  A: {r['wins']} wins, {r['draws']} draws, {r['losses']} losses",
         f"  A's win rate {r['win_rate']:.3f}  (95% CI {lo:.3f} .. {hi:.3f}; a draw counts 1/2)",
         f"  A's points per deal, own side minus the others' mean: {r['points_per_deal']:+.2f}  "
-        + (f"(95% CI {plo:+.2f} .. {phi:+.2f})" if plo == plo else "(an interval needs 2 deal seeds or more)"),
+        + ("(an interval needs 2 deal seeds or more)" if math.isnan(plo) else f"(95% CI {plo:+.2f} .. {phi:+.2f})"),
         f"  {r['timing']['games_per_s']:.1f} matches/s ({r['timing']['seconds']:.1f} s)",
     ]
     if r["truncated"]:
