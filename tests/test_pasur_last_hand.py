@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch as th
 
 from kahve import envs
@@ -104,6 +105,27 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     assert np.allclose([other.logits(o) for o in early], dqn.forward(early), atol=1e-4)
     assert not np.allclose(dqn.forward(early), shipped.forward(early), atol=1e-2)
 
+
+def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
+    """``combine``: the shipped DQN's network in hands 1-5, the shipped PPO bot's expert in the last hand."""
+    from kahve.agents.policies.bot import Bot, BotFileError, mlp_from_bot
+    from kahve.envs.pasur.rules import OBS_FINAL
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    out = tmp_path / "combined.onnx"
+    tool.combine("pasur/dqn", "pasur/ppo", str(out))
+    dqn = mlp_from_bot(tool.checkpoints.find("pasur/dqn"), game.action_feature_size)
+    expert = mlp_from_bot(tool.checkpoints.find("pasur/ppo"), game.action_feature_size, expert=True)
+    env = tool.LearnerEnv("pasur", tool.SETTINGS, tool.OpponentPool([("random", 1.0)]), seed=7)
+    obs = np.stack([env.reset()[0] for _ in range(4)]).astype(np.float32)
+    early, last = obs.copy(), obs.copy()
+    early[:, OBS_FINAL], last[:, OBS_FINAL] = 0, 1
+    bot = Bot.load(out, game=game)
+    assert np.allclose([bot.logits(o) for o in early], dqn.forward(early), atol=1e-4)
+    assert np.allclose([bot.logits(o) for o in last], expert.forward(last), atol=1e-4)
+    assert not np.allclose(dqn.forward(last), expert.forward(last), atol=1e-2)
+    assert Bot.read_metadata(out)[1]["expert"] == Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))[1]["expert"]
+    with pytest.raises(BotFileError, match="has no expert network"):     # the DQN carries no expert to take
+        tool.combine("pasur/ppo", "pasur/dqn", str(tmp_path / "none.onnx"))
 
 def test_relabelling_the_suits_changes_nothing_but_the_card_names():
     """suit_permutation is a symmetry of the game: the relabelled deal, played with the relabelled moves, shows

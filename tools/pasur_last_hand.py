@@ -27,13 +27,15 @@ itself, without search:
   pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch. ``--augment``
   relabels the suits of every batch at random (:func:`suit_permutation`, a symmetry of the game), so that the
   network cannot learn a position by its card names; ``--main BOT`` writes the expert over another bot's main
-  network (a fine-tune's, exported).
+  network (a fine-tune's, exported). ``combine`` writes an existing expert over another main network without
+  fitting it again (a fine-tuned main network under the shipped bot's expert).
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
     python tools/pasur_last_hand.py tree --rounds 5000 --seed 21 --out tree_21.npz    # about 19 min a process
     python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
     python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
+    python tools/pasur_last_hand.py combine runs/x/final.onnx --expert-from pasur/ppo --out ppo.onnx
 
 "The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
 both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
@@ -266,6 +268,21 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
 
+def combine(main: str, expert_from: str, out: str) -> None:
+    """Write ``main``'s network (hands 1-5) with the last-hand expert of ``expert_from`` (both bot files or shipped
+    bots' names): the metadata is ``main``'s, with the expert's entry of ``expert_from``."""
+    from kahve.agents.policies.bot import Bot, export_onnx
+    from kahve.envs.pasur.rules import OBS_FINAL
+    size = envs.game_class("pasur")(**SETTINGS).action_feature_size
+    main_path, expert_path = bot_path(main), bot_path(expert_from)
+    _, meta = Bot.read_metadata(main_path)
+    _, expert_meta = Bot.read_metadata(expert_path)
+    expert = mlp_from_bot(expert_path, size, expert=True)   # a BotFileError if it has none
+    export_onnx(mlp_from_bot(main_path, size), out, {**meta, "expert": expert_meta["expert"]}, expert=expert,
+                expert_input=OBS_FINAL)
+    print(f"wrote {out}: {main} in hands 1-5, the expert of {expert_from} in the last hand")
+
+
 def widened(mlp, extra: int, generator):
     """The torch parameters of ``mlp`` with ``extra`` more units in each hidden layer: new units get random
     incoming weights and zero outgoing ones, so the network computes the same function at the start."""
@@ -398,11 +415,17 @@ def main(argv=None) -> None:
     e.add_argument("--main", default=BOT, help="the bot whose main network plays hands 1-5 in the file written "
                    f"(a bot file or a shipped bot's name; default {BOT})")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
+    m = sub.add_parser("combine", help="write a bot's main network with another bot's last-hand expert")
+    m.add_argument("main", help="the bot whose main network plays hands 1-5 (a bot file or a shipped bot's name)")
+    m.add_argument("--expert-from", default=BOT, help=f"the bot whose expert plays the last hand (default {BOT})")
+    m.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)
     if args.command == "collect":
         collect(args.rounds, args.seed, args.out)
     elif args.command == "fit":
         fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed, args.pair_head)
+    elif args.command == "combine":
+        combine(args.main, args.expert_from, args.out)
     elif args.command == "tree":
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
