@@ -126,6 +126,9 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
     assert Bot.read_metadata(out)[1]["expert"] == Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))[1]["expert"]
     with pytest.raises(BotFileError, match="has no expert network"):     # the DQN carries no expert to take
         tool.combine("pasur/ppo", "pasur/dqn", str(tmp_path / "none.onnx"))
+    with pytest.raises(BotFileError, match="not for pasur"):              # a bot of another game as the main one
+        tool.combine("pishti/ppo_2p", "pasur/ppo", str(tmp_path / "pishti.onnx"))
+
 
 def test_relabelling_the_suits_changes_nothing_but_the_card_names():
     """suit_permutation is a symmetry of the game: the relabelled deal, played with the relabelled moves, shows
