@@ -130,6 +130,14 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
         tool.combine("pishti/ppo_2p", "pasur/ppo", str(tmp_path / "pishti.onnx"))
 
 
+def test_combine_on_the_command_line_refuses_a_missing_bot_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        tool.main(["combine", str(tmp_path / "missing.onnx"), "--out", str(tmp_path / "x.onnx")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "no such file" in err
+    assert not (tmp_path / "x.onnx").exists()
+
+
 def test_relabelling_the_suits_changes_nothing_but_the_card_names():
     """suit_permutation is a symmetry of the game: the relabelled deal, played with the relabelled moves, shows
     the relabelled observations, offers the relabelled moves and gives every last-hand move the same exact value."""
