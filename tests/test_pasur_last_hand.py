@@ -126,7 +126,7 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
     assert Bot.read_metadata(out)[1]["expert"] == Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))[1]["expert"]
     with pytest.raises(BotFileError, match="has no expert network"):     # the DQN carries no expert to take
         tool.combine("pasur/ppo", "pasur/dqn", str(tmp_path / "none.onnx"))
-    with pytest.raises(BotFileError, match="not for pasur"):              # a bot of another game as the main one
+    with pytest.raises(BotFileError, match="is a bot for pishti, not pasur"):   # another game's bot as the main one
         tool.combine("pishti/ppo_2p", "pasur/ppo", str(tmp_path / "pishti.onnx"))
 
 

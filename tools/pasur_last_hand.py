@@ -271,15 +271,15 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
 def combine(main: str, expert_from: str, out: str) -> None:
     """Write ``main``'s network (hands 1-5) with the last-hand expert of ``expert_from`` (both bot files or shipped
     bots' names): the metadata is ``main``'s, with the expert's entry of ``expert_from``."""
-    from kahve.agents.policies.bot import Bot, BotFileError, export_onnx
+    from kahve.agents.policies.bot import Bot, check_fits, export_onnx
     from kahve.envs.pasur.rules import OBS_FINAL
-    size = envs.game_class("pasur")(**SETTINGS).action_feature_size
+    game = envs.game_class("pasur")(**SETTINGS)
+    size = game.action_feature_size
     main_path, expert_path = bot_path(main), bot_path(expert_from)
     _, meta = Bot.read_metadata(main_path)
     _, expert_meta = Bot.read_metadata(expert_path)
-    for path, m in ((main_path, meta), (expert_path, expert_meta)):
-        if m.get("game") != "pasur":
-            raise BotFileError(f"{path} is a bot for {m.get('game')!r}, not for pasur")
+    check_fits(meta, game, main_path)                       # Pâsur bots of this env version and spaces
+    check_fits(expert_meta, game, expert_path)
     expert = mlp_from_bot(expert_path, size, expert=True)   # a BotFileError if it has none
     export_onnx(mlp_from_bot(main_path, size), out, {**meta, "expert": expert_meta["expert"]}, expert=expert,
                 expert_input=OBS_FINAL)
