@@ -428,10 +428,9 @@ def main(argv=None) -> None:
     elif args.command == "fit":
         fit(args.files, args.epochs, args.widen, args.anchor, args.lr, args.seed, args.pair_head)
     elif args.command == "combine":
-        from kahve.agents.policies.bot import BotFileError
         try:
             combine(args.main, args.expert_from, args.out)
-        except (BotFileError, OSError, ValueError) as err:     # a bot that is not there or does not fit: one line
+        except (OSError, ValueError) as err:      # a bot that is not there, or does not fit (BotFileError): one line
             parser.exit(2, f"pasur_last_hand combine: {err}\n")
     elif args.command == "tree":
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
