@@ -18,10 +18,14 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 ACTIVATIONS = {"tanh": np.tanh, "relu": _relu}      # module-level functions: an MLP pickles to worker processes
 
+#: the per-move layer's arrays (agents/training/action_features.py's MoveLayer, its gain folded into move_out)
+MOVE_LAYER_ARRAYS = ("move_state_w", "move_state_b", "move_row_w", "move_out")
+
 
 class MLP:
     def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], activation: str,
-                 feature_offset: int | None = None, feature_weights: np.ndarray | None = None):
+                 feature_offset: int | None = None, feature_weights: np.ndarray | None = None,
+                 move_layer: dict | None = None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
         if len(weights) != len(biases) or not weights:
@@ -42,6 +46,15 @@ class MLP:
                 raise ValueError(f"action features: {self.output_size} rows of {len(fw)} from offset "
                                  f"{feature_offset} do not end the {self.input_size} inputs")
             self.feature_offset, self.feature_weights = int(feature_offset), fw
+        self.move_layer = None
+        if move_layer is not None:
+            self.move_layer = {k: np.asarray(move_layer[k], dtype=np.float32) for k in MOVE_LAYER_ARRAYS}
+            ml, hidden = self.move_layer, self.weights[-1].shape[1]
+            width = ml["move_out"].shape[0]
+            if self.feature_weights is None or ml["move_state_w"].shape != (width, hidden) or \
+                    ml["move_state_b"].shape != (width,) or ml["move_row_w"].shape != (width, len(self.feature_weights)):
+                raise ValueError(f"the per-move layer's arrays do not fit the network "
+                                 f"({ {k: v.shape for k, v in ml.items()} })")
 
     @property
     def input_size(self) -> int:
@@ -55,12 +68,19 @@ class MLP:
         h = np.asarray(x, dtype=np.float32)
         last = len(self.weights) - 1
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            hidden = h                                      # the input of the last layer: the per-move layer's
             h = h @ w.T + b
             if k < last:
                 h = self._act(h)
         if self.feature_weights is not None:
             rows = np.asarray(x, dtype=np.float32)[..., self.feature_offset:]
-            h = h + rows.reshape(*rows.shape[:-1], self.output_size, -1) @ self.feature_weights
+            rows = rows.reshape(*rows.shape[:-1], self.output_size, -1)
+            h = h + rows @ self.feature_weights
+            if self.move_layer is not None:
+                ml = self.move_layer
+                state = hidden @ ml["move_state_w"].T + ml["move_state_b"]
+                z = _relu(rows @ ml["move_row_w"].T + state[..., None, :])
+                h = h + z @ ml["move_out"]
         return h
 
     def feature_matrix(self) -> np.ndarray:
@@ -79,6 +99,8 @@ class MLP:
             out[f"w{k}"], out[f"b{k}"] = w, b
         if self.feature_weights is not None:
             out["feature_offset"], out["feature_weights"] = np.array(self.feature_offset), self.feature_weights
+        if self.move_layer is not None:
+            out.update(self.move_layer)
         return out
 
     @classmethod
@@ -87,6 +109,8 @@ class MLP:
         features = {}
         if "feature_weights" in arrays:
             features = dict(feature_offset=int(arrays["feature_offset"]), feature_weights=arrays["feature_weights"])
+        if "move_out" in arrays:
+            features["move_layer"] = {k: arrays[k] for k in MOVE_LAYER_ARRAYS}
         return cls([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
                    str(arrays["activation"]), **features)
 
@@ -105,7 +129,7 @@ class MLP:
         where it has one."""
         import torch.nn as nn
         policy = model.policy
-        scores = None
+        scores, head = None, None
         if hasattr(policy, "q_net"):                       # DQN: q_net.q_net is Linear/act/.../Linear
             modules = list(policy.q_net.q_net)
             scores = getattr(policy.q_net, "scores", None)
@@ -130,6 +154,9 @@ class MLP:
         if scores is not None:
             offset, fw = scores.exported()
             features = dict(feature_offset=offset, feature_weights=fw)
+            moves = getattr(head, "moves", None)
+            if moves is not None:
+                features["move_layer"] = moves.exported()
         return cls(weights, biases, activation or "tanh", **features)
 
 

@@ -143,6 +143,11 @@ def start_from_bot(model, mlp, source: str) -> None:
             layer.bias.copy_(th.as_tensor(np.array(b)))
         if scores is not None:
             scores.weight.copy_(th.as_tensor(np.array(mlp.feature_weights)) / GAIN)
+        moves = getattr(head, "moves", None)
+        if mlp.move_layer is not None and moves is None:
+            raise ValueError(f"{source}: its network has a per-move layer; this config's has none (network.move_layer)")
+        if mlp.move_layer is not None:               # else the new layer starts at 0: the bot's own scores
+            moves.load_exported(mlp.move_layer, source)
 
 
 def _set_parameters(model, params: dict, exact: bool, refusal: str) -> None:

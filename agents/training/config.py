@@ -77,6 +77,9 @@ SCHEMA: dict = {
         "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
                                                  "action (Pâsur, Pişti), score every action from its row with shared "
                                                  "weights beside the MLP (docs/design.md); sb3 backend only"),
+        "move_layer": Field(int, 0, 0, 4096, doc="with action_features: a hidden layer of this width per move, over "
+                                                 "its row and the MLP's last hidden layer (0: the rows' scores are "
+                                                 "linear); docs/design.md"),
         "critic": Field(str, "observation", choices=CRITICS,
                         doc="what PPO's value network reads: the seat's observation; that and the other seats' "
                             "hands; and also the next 12 stock cards (training only: the actor, and so the "
@@ -328,6 +331,12 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
         raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
                          "masked DQN: backend sb3)")
+    if cfg["network"]["move_layer"] and not (cfg["algorithm"] == "ppo" and cfg["network"]["action_features"]
+                                             and game.action_feature_size):
+        raise ValueError(f"config key 'network.move_layer': a per-move layer extends PPO's action-feature head "
+                         f"(algorithm ppo, network.action_features true, a game with action features); this config "
+                         f"trains {cfg['algorithm']} on {cfg['game']} with action_features "
+                         f"{cfg['network']['action_features']}")
     if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
         raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
                          f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
@@ -336,7 +345,7 @@ def _check_semantics(cfg: dict) -> None:
 
 #: what a run started from another run's network must share with it
 INIT_SHARED = ("game", "algorithm", "network.hidden", "network.activation", "network.action_features",
-               "network.critic")
+               "network.move_layer", "network.critic")
 
 
 def init_bot(cfg: dict):
@@ -403,6 +412,10 @@ def _check_init_bot(cfg: dict, path: Path, where: str) -> None:
         raise ValueError(f"{where}: {path} has network.hidden {hidden}, activation {mlp.activation}, action "
                          f"features {theirs[2]}; this config {cfg['network']['hidden']}, "
                          f"{cfg['network']['activation']}, {features}")
+    width = 0 if mlp.move_layer is None else len(mlp.move_layer["move_out"])
+    if width and width != cfg["network"]["move_layer"]:     # a bot without the layer may gain one (it starts at 0)
+        raise ValueError(f"{where}: {path} has a per-move layer {width} wide; this config's network.move_layer is "
+                         f"{cfg['network']['move_layer']}")
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -590,7 +603,7 @@ def load(path, overrides: list[str] | None = None) -> dict:
 #: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives; and the
 #: opponent pool, which the checkpoint holds with its snapshots (a changed pool would be silently ignored)
 FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation",
-                   "network.action_features", "network.critic", "opponents.pool", "output")
+                   "network.action_features", "network.move_layer", "network.critic", "opponents.pool", "output")
 #: and for DQN, the replay buffer's layout (and the dueling head's parameters)
 FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 

@@ -8,9 +8,10 @@ import pytest
 import torch as th
 
 from kahve import envs
-from kahve.agents.policies.bot import Bot, bot_metadata, export_onnx
+from kahve.agents.policies.bot import Bot, bot_metadata, export_onnx, mlp_from_bot
 from kahve.agents.policies.network import MLP
 from kahve.agents.training.action_features import feature_layout
+from kahve.agents.training.checkpoint import start_from_bot
 from kahve.agents.training.config import resolve
 from kahve.agents.training.opponents import OpponentPool
 from kahve.agents.training.pretrain import behaviour_clone, collect_demonstrations
@@ -90,3 +91,56 @@ def test_rllib_refuses_the_head():
     with pytest.raises(ValueError, match="network.action_features"):
         resolve({"game": "pasur", "backend": "rllib"})
     assert resolve({"game": "pasur", "backend": "rllib", "network": {"action_features": False}})
+
+
+def _perturbed(model) -> None:
+    with th.no_grad():                                   # away from the zero start, so every part counts
+        for p in model.policy.parameters():
+            p.add_(th.randn_like(p) * 0.1)
+
+
+def _centred(scores: np.ndarray) -> np.ndarray:
+    return scores - scores.max(1, keepdims=True)
+
+
+def test_move_layer_gives_the_trained_scores_in_numpy_and_onnx(tmp_path):
+    model, vec = _model(tmp_path, "ppo", move_layer=8)
+    _perturbed(model)
+    mlp = MLP.from_sb3(model)
+    assert mlp.move_layer["move_out"].shape == (8,)
+    x = _observations(vec)
+    np.testing.assert_allclose(_centred(mlp.forward(x)), _centred(_torch_scores(model, x)), atol=1e-4)
+    without = MLP(mlp.weights, mlp.biases, mlp.activation, mlp.feature_offset, mlp.feature_weights)
+    assert np.abs(without.forward(x) - mlp.forward(x)).max() > 0.1
+    game = envs.game_class("pasur")(episode="deal")
+    path = export_onnx(mlp, tmp_path / "bot.onnx", bot_metadata(game, "ppo", 0))
+    np.testing.assert_allclose(Bot.load(path).batch_logits(x), mlp.forward(x), atol=1e-4)
+    np.testing.assert_allclose(mlp_from_bot(path, game.action_feature_size).forward(x), mlp.forward(x), atol=1e-6)
+    np.testing.assert_array_equal(MLP.from_arrays(mlp.to_arrays()).forward(x), mlp.forward(x))
+
+
+def test_a_bot_gains_a_move_layer_that_starts_at_zero(tmp_path):
+    plain, vec = _model(tmp_path, "ppo")
+    _perturbed(plain)
+    bot = MLP.from_sb3(plain)
+    x = _observations(vec)
+    model, _ = _model(tmp_path, "ppo", move_layer=8)
+    start_from_bot(model, bot, "bot.onnx")               # no layer in the bot: the new one adds nothing yet
+    np.testing.assert_allclose(MLP.from_sb3(model).forward(x), bot.forward(x), atol=1e-5)
+    _perturbed(model)
+    layered = MLP.from_sb3(model)
+    again, _ = _model(tmp_path, "ppo", move_layer=8)
+    start_from_bot(again, layered, "layered.onnx")       # a bot with the layer gives it whole
+    np.testing.assert_allclose(MLP.from_sb3(again).forward(x), layered.forward(x), atol=1e-5)
+    with pytest.raises(ValueError, match="per-move layer"):
+        start_from_bot(_model(tmp_path, "ppo")[0], layered, "layered.onnx")
+    with pytest.raises(ValueError, match="8 wide; this config.s network.move_layer is 4"):
+        start_from_bot(_model(tmp_path, "ppo", move_layer=4)[0], layered, "layered.onnx")
+
+
+@pytest.mark.parametrize("config", [{"algorithm": "dqn", "network": {"move_layer": 8}},
+                                    {"network": {"move_layer": 8, "action_features": False}},
+                                    {"game": "ish", "network": {"move_layer": 8}}])
+def test_move_layer_needs_ppo_and_action_features(config):
+    with pytest.raises(ValueError, match="network.move_layer"):
+        resolve({"game": "pasur", **config})
