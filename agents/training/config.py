@@ -184,7 +184,8 @@ SCHEMA: dict = {
         "pool": Field(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
         "self_play": {
             "every": Field(int, 0, 0, 10**10, doc="steps between snapshots of the learner; 0: no self-play"),
-            "weight": Field(float, 1.0, 0.0, 1000.0, doc="pool weight of each snapshot"),
+            "weight": Field(float, 1.0, 1e-6, 1000.0, doc="pool weight of each snapshot (above 0: 'every: 0' plays "
+                                                          "without snapshots)"),
             "max_snapshots": Field(int, 5, 1, 60, doc="snapshots kept in the pool (the oldest leave first)"),
         },
         "league": {   # agents/training/league.py

@@ -27,6 +27,8 @@ PISHTI = {"game": "pishti", "settings": {"players": 2}}
     ({**PISHTI, "opponents": {"pool": [{"policy": "random", "weight": float("inf")}]}},
      "opponents.pool\\[0\\].weight': expected a positive number, got inf"),
     ({**PISHTI, "opponents": {"self_play": {"weight": float("nan")}}}, "self_play.weight': nan is out of range"),
+    # a snapshot of weight 0 used to pass here and stop the run at its first snapshot
+    ({**PISHTI, "opponents": {"self_play": {"every": 1000, "weight": 0}}}, "self_play.weight': 0.0 is out of range"),
     ({**PISHTI, "network": {"hidden": [65536] * 16}}, "'network.hidden': .* needs about .* GB of memory"),
     ({**PISHTI, "backend": "rllib", "opponents": {"league": {"weighting": "pfsp"}}},
      "'opponents.league.weighting': league weights are implemented for backend sb3 only"),
