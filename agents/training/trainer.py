@@ -13,6 +13,7 @@ Episodes in progress when the checkpoint was taken are restarted. Ctrl-C writes 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import time
@@ -154,8 +155,9 @@ def evaluate_against(cfg: dict, bot, steps: int, record, log=print) -> dict:
         results[opponent] = {k2: r[k2] for k2 in ("games", "wins", "draws", "losses", "win_rate", "win_rate_ci95",
                                                    "points_per_deal", "points_per_deal_ci95")}
         lo, hi = r["win_rate_ci95"]
+        plo, phi = r["points_per_deal_ci95"]    # a few hundred matches: the interval is wide, and it says so
         log(f"[{steps:,} steps] vs {opponent}: win rate {r['win_rate']:.3f} ({lo:.3f}..{hi:.3f}), "
-            f"points/deal {r['points_per_deal']:+.2f}")
+            f"points/deal {r['points_per_deal']:+.2f}" + ("" if math.isnan(plo) else f" ({plo:+.2f}..{phi:+.2f})"))
     return {"steps": steps, "settings": settings, "results": results}
 
 

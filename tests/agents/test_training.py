@@ -4,6 +4,7 @@ known optimum (issue: training from config files)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -359,3 +360,18 @@ def test_fitting_demonstrations_counts_every_minibatch():
                        progress=lambda done, total: calls.append((done, total)))
     batches = -(-len(data["actions"]) // 128)
     assert calls == [(k, 3 * batches) for k in range(3 * batches)]
+
+
+def test_periodic_evaluation_logs_both_intervals():
+    """The trainer's evaluations are a few hundred matches: the log gives the points' interval beside the win
+    rate's, so a lucky reading is not taken for a gain."""
+    from kahve import checkpoints
+    from kahve.agents.training.trainer import evaluate_against
+    cfg = config_mod.resolve({"game": "pishti", "settings": {"players": 2, "episode": "deal"},
+                              "evaluation": {"games": 8, "opponents": ["random"], "workers": 1}})
+    lines, scalars = [], {}
+    kept = evaluate_against(cfg, checkpoints.find("pishti/ppo_2p"), 1000, scalars.__setitem__, log=lines.append)
+    lo, hi = kept["results"]["random"]["points_per_deal_ci95"]
+    assert lo < hi
+    assert re.search(r"points/deal [+-]\d+\.\d\d " + re.escape(f"({lo:+.2f}..{hi:+.2f})") + "$", lines[0]), lines[0]
+    assert set(scalars) == {"eval/random/win_rate", "eval/random/points_per_deal"}
