@@ -42,9 +42,12 @@ class FeatureScores(nn.Module):
         self.offset, self.actions, self.size = offset, actions, size
         self.weight = nn.Parameter(th.zeros(size))
 
+    def rows(self, observation: th.Tensor) -> th.Tensor:
+        """The observations' action rows: (batch, actions, size)."""
+        return observation[:, self.offset:].reshape(-1, self.actions, self.size)
+
     def forward(self, observation: th.Tensor) -> th.Tensor:
-        rows = observation[:, self.offset:].reshape(-1, self.actions, self.size)
-        return GAIN * (rows @ self.weight)
+        return GAIN * (self.rows(observation) @ self.weight)
 
     def exported(self) -> tuple[int, "object"]:
         """(offset, GAIN * w) as the MLP file keeps them."""
@@ -84,15 +87,14 @@ class MoveLayer(nn.Module):
     hidden layer: how much a move's numbers matter can depend on the position (DouZero scores each move from the
     state and the move together). ``v`` starts at 0, so a network given this layer plays as it did without."""
 
-    def __init__(self, hidden: int, scores: FeatureScores, width: int):
+    def __init__(self, hidden: int, row_size: int, width: int):
         super().__init__()
-        self.actions, self.size = scores.actions, scores.size
         self.state = nn.Linear(hidden, width)
-        self.move = nn.Linear(scores.size, width, bias=False)
+        self.move = nn.Linear(row_size, width, bias=False)
         self.out = nn.Parameter(th.zeros(width))
 
-    def forward(self, h: th.Tensor, observation: th.Tensor) -> th.Tensor:
-        rows = observation[:, -self.actions * self.size:].reshape(-1, self.actions, self.size)
+    def forward(self, h: th.Tensor, rows: th.Tensor) -> th.Tensor:
+        """``rows``: :meth:`FeatureScores.rows` of the observations whose last hidden layer is ``h``."""
         z = th.relu(self.move(rows) + self.state(h)[:, None, :])
         return MOVE_LAYER_GAIN * (z @ self.out)
 
@@ -124,12 +126,12 @@ class _PolicyHead(nn.Module):
         self.hidden = hidden
         self.linear = nn.Linear(hidden, scores.actions)
         self.scores = scores
-        self.moves = MoveLayer(hidden, scores, move_width) if move_width else None
+        self.moves = MoveLayer(hidden, scores.size, move_width) if move_width else None
 
     def forward(self, latent: th.Tensor) -> th.Tensor:
         h, observation = latent[:, :self.hidden], latent[:, self.hidden:]
         out = self.linear(h) + self.scores(observation)
-        return out if self.moves is None else out + self.moves(h, observation)
+        return out if self.moves is None else out + self.moves(h, self.scores.rows(observation))
 
 
 class PPOPolicy(MaskableActorCriticPolicy):

@@ -95,7 +95,7 @@ def build_model(cfg: dict, vec, run_dir):
     if cfg["network"]["action_features"] and game.action_feature_size:
         from .action_features import feature_layout
         features = dict(action_features=feature_layout(game))
-        if cfg["network"]["move_layer"] and cfg["algorithm"] == "ppo":
+        if cfg["network"]["move_layer"]:                 # PPO only (the config refuses it for DQN)
             features["move_layer"] = cfg["network"]["move_layer"]
     if cfg["algorithm"] == "ppo":
         if cfg.get("async_rollouts"):
