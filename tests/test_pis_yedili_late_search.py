@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kahve import envs
 from kahve.agents.policies.bot import Bot
@@ -70,3 +71,21 @@ def test_label_then_fit_writes_a_bot_that_plays(tmp_path):
     state = game.new_state(3)
     seat = state.current_player
     assert state.legal_mask()[b.act(state.observation(seat), state.legal_mask())]
+
+
+def test_fit_can_start_from_a_bot_file_and_refuses_another_shape(tmp_path):
+    early, first, again = tmp_path / "early.npz", tmp_path / "first.onnx", tmp_path / "again.onnx"
+    tool.main(["label", "--seed", "1", "--count", "30", "--worlds", "0", "--out", str(early)])
+    tool.main(["fit", str(early), "--epochs", "1", "--hidden", "16", "--out", str(first)])
+    tool.main(["fit", str(early), "--epochs", "0", "--hidden", "16", "--init", str(first), "--seed", "5",
+               "--out", str(again)])
+    with np.load(early) as f:
+        obs = f["obs"]
+    a, b = Bot.load(first).batch_logits(obs), Bot.load(again).batch_logits(obs)
+    assert np.allclose(a, b, atol=1e-5)                   # no epoch: the same function as the file it started from
+    fresh = tmp_path / "fresh.onnx"
+    tool.main(["fit", str(early), "--epochs", "0", "--hidden", "16", "--seed", "5", "--out", str(fresh)])
+    assert not np.allclose(a, Bot.load(fresh).batch_logits(obs), atol=1e-3)   # without --init it would differ
+    with pytest.raises(SystemExit, match="not a 8x8 tanh network"):
+        tool.main(["fit", str(early), "--epochs", "0", "--hidden", "8", "--init", str(first),
+                   "--out", str(tmp_path / "x.onnx")])

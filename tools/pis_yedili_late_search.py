@@ -9,12 +9,13 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     where ``rollout:K`` over the heuristic (K determinized worlds, common random numbers) replaces it by its best
     move when that beats the heuristic's by ``z`` standard errors of the paired differences. ``--late-only``
     writes only the late decisions (the searched ones); ``--worlds 0`` searches nothing (the heuristic's labels).
-    The file (npz, never a pickle) is rewritten every 1,000 labels, so an interrupted run keeps what it made.
+    The file (npz, never a pickle) is rewritten every 250 labels, so an interrupted run keeps what it made.
 
 ``fit``: an MLP with the action-feature head (the network of ``kahve train``, 256x256 tanh) fitted by
     cross-entropy to the heuristic's labels of the early decisions and the search's labels of the late ones, each
     example under a random permutation of the suits (the rules are the same for every suit after round 1, so the
-    network cannot tie what it learns to card ids); written as a bot file.
+    network cannot tie what it learns to card ids); written as a bot file. ``--init BOT`` starts from a bot
+    file's network of the same shape instead of from scratch (to go on with more labels).
 
     python tools/pis_yedili_late_search.py label --seed 130000 --count 218380 --worlds 0 --out early.npz
     python tools/pis_yedili_late_search.py label --seed 110000 --count 8804 --out late_1.npz
@@ -80,7 +81,7 @@ def label(args) -> None:
                         rows[k].append(v)
                     n = len(rows["actions"])
                     update(n, args.count)
-                    if n % 1000 == 0:
+                    if n % 250 == 0:
                         save()
                 state.apply(base)
     save()
@@ -112,7 +113,7 @@ def fit(args) -> None:
     import torch as th
     from kahve.agents.policies.bot import bot_metadata, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.agents.training.action_features import FeatureScores, feature_layout
+    from kahve.agents.training.action_features import GAIN, FeatureScores, feature_layout
 
     th.manual_seed(args.seed)
     th.set_num_threads(1)
@@ -147,6 +148,17 @@ def fit(args) -> None:
             return self.layers[2](h) + self.scores(x)
 
     net = Net()
+    if args.init:                                   # go on from a bot file's network (the same shape)
+        from kahve.agents.policies.bot import mlp_from_bot
+        start = mlp_from_bot(args.init, feature_size=MOVE_FEATURES)
+        if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in net.layers] \
+                or start.activation != "tanh" or start.feature_offset != offset:
+            sys.exit(f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head")
+        with th.no_grad():
+            for layer, w, b in zip(net.layers, start.weights, start.biases):
+                layer.weight.copy_(th.tensor(w))
+                layer.bias.copy_(th.tensor(b))
+            net.scores.weight.copy_(th.tensor(start.feature_weights) / GAIN)     # the file keeps GAIN * w
     opt = th.optim.Adam(net.parameters(), lr=args.lr)
     maps = [suit_maps(p, obs.shape[1]) for p in itertools.permutations(range(4))]     # maps[0]: the identity
     src, mask_src, action_map = (th.tensor([m[k] for m in maps]) for k in range(3))
@@ -166,6 +178,8 @@ def fit(args) -> None:
         return ", ".join(f"{name} {ok[m].float().mean():.3f}" for name, m in (
             ("early", held & ~late), ("late, heuristic's move", held & late & ~dev), ("late, changed", held & dev)))
 
+    if args.init:
+        print(f"starting from {args.init}: held-out agreement: {agreement()}", flush=True)
     train = th.nonzero(~held).flatten().numpy()
     with progress_bar("fitting") as update:
         for epoch in range(args.epochs):
@@ -206,6 +220,7 @@ def main(argv=None) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init", help="a bot file whose network the fit starts from (default: from scratch)")
     args = parser.parse_args(argv)
     label(args) if args.command == "label" else fit(args)
 
