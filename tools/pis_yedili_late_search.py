@@ -9,7 +9,7 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     where ``rollout:K`` over the heuristic (K determinized worlds, common random numbers) replaces it by its best
     move when that beats the heuristic's by ``z`` standard errors of the paired differences. ``--late-only``
     writes only the late decisions (the searched ones); ``--worlds 0`` searches nothing (the heuristic's labels).
-    The file (npz, never a pickle) is rewritten every 250 labels, so an interrupted run keeps what it made.
+    The file (npz, never a pickle) is rewritten once a minute, so an interrupted run keeps what it made.
 
 ``fit``: an MLP with the action-feature head (the network of ``kahve train``, 256x256 tanh) fitted by
     cross-entropy to the heuristic's labels of the early decisions and the search's labels of the late ones, each
@@ -42,6 +42,7 @@ from kahve.agents.progress import progress_bar                             # noq
 from kahve.envs.pis_yedili.rules import (DRAW, FIRST_ROUND, MOVE_FEATURES, NUM_ACTIONS, OBS_DISCARD,  # noqa: E402
                                          OBS_MOVES, OBS_NAMED_SUIT, OBS_PHASE, OBS_TOP, PLAY_J)
 
+SAVE_EVERY_S = 60       # the label file is rewritten this often: a rewrite compresses every label made so far
 KEYS = ("obs", "masks", "actions", "late", "dev", "gain")
 
 
@@ -63,7 +64,7 @@ def label(args) -> None:
                             actions=np.array(rows["actions"]), late=np.array(rows["late"]),
                             dev=np.array(rows["dev"]), gain=np.array(rows["gain"], np.float32))
 
-    start = time.time()
+    start = saved = time.time()
     with progress_bar(f"labelling {args.out}") as update:
         while len(rows["actions"]) < args.count:
             state = game.new_state(rng.getrandbits(32))
@@ -81,8 +82,9 @@ def label(args) -> None:
                         rows[k].append(v)
                     n = len(rows["actions"])
                     update(n, args.count)
-                    if n % 250 == 0:
+                    if time.time() - saved > SAVE_EVERY_S:
                         save()
+                        saved = time.time()
                 state.apply(base)
     save()
     dev = np.array(rows["dev"])
