@@ -83,6 +83,7 @@ def test_fit_can_start_from_a_bot_file_and_refuses_another_shape(tmp_path):
         obs = f["obs"]
     a, b = Bot.load(first).batch_logits(obs), Bot.load(again).batch_logits(obs)
     assert np.allclose(a, b, atol=1e-5)                   # no epoch: the same function as the file it started from
+    assert f"--init {first}" in Bot.load(again).metadata["command"]      # the report can give the whole recipe
     fresh = tmp_path / "fresh.onnx"
     tool.main(["fit", str(early), "--epochs", "0", "--hidden", "16", "--seed", "5", "--out", str(fresh)])
     assert not np.allclose(a, Bot.load(fresh).batch_logits(obs), atol=1e-3)   # without --init it would differ

@@ -199,8 +199,10 @@ def fit(args) -> None:
     mlp = MLP([layer.weight.detach().numpy() for layer in net.layers],
               [layer.bias.detach().numpy() for layer in net.layers], "tanh",
               feature_offset=offset, feature_weights=feature_weights)
+    command = (f"python tools/pis_yedili_late_search.py fit {' '.join(args.files)} --epochs {args.epochs} "
+               f"--lr {args.lr} --hidden {hidden} --seed {args.seed}" + (f" --init {args.init}" if args.init else ""))
     meta = bot_metadata(game, "distilled", n, network={"hidden": [hidden, hidden], "activation": "tanh"},
-                        command="python tools/pis_yedili_late_search.py fit " + " ".join(args.files))
+                        command=command)
     export_onnx(mlp, args.out, meta)
     print(f"wrote {args.out}")
 
