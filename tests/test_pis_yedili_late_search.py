@@ -90,3 +90,17 @@ def test_fit_can_start_from_a_bot_file_and_refuses_another_shape(tmp_path):
     with pytest.raises(SystemExit, match="not a 8x8 tanh network"):
         tool.main(["fit", str(early), "--epochs", "0", "--hidden", "8", "--init", str(first),
                    "--out", str(tmp_path / "x.onnx")])
+
+
+def test_early_share_fits_a_part_of_the_heuristic_labels(tmp_path, capsys):
+    early = tmp_path / "early.npz"
+    tool.main(["label", "--seed", "1", "--count", "200", "--worlds", "0", "--out", str(early)])
+    counts = []
+    for share in ("1.0", "0.5"):
+        capsys.readouterr()
+        tool.main(["fit", str(early), "--epochs", "0", "--hidden", "8", "--early-share", share,
+                   "--out", str(tmp_path / f"{share}.onnx")])
+        counts.append(int(capsys.readouterr().out.split(" early (heuristic)")[0].split()[-1]))
+    with np.load(early) as f:
+        assert counts[0] == int((~f["late"]).sum())
+    assert 0.3 * counts[0] < counts[1] < 0.7 * counts[0]

@@ -15,7 +15,8 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     cross-entropy to the heuristic's labels of the early decisions and the search's labels of the late ones, each
     example under a random permutation of the suits (the rules are the same for every suit after round 1, so the
     network cannot tie what it learns to card ids); written as a bot file. ``--init BOT`` starts from a bot
-    file's network of the same shape instead of from scratch (to go on with more labels).
+    file's network of the same shape instead of from scratch (to go on with more labels), and
+    ``--early-share F`` fits only that share of the heuristic's early labels (so that new late labels weigh more).
 
     python tools/pis_yedili_late_search.py label --seed 130000 --count 218380 --worlds 0 --out early.npz
     python tools/pis_yedili_late_search.py label --seed 110000 --count 8804 --out late_1.npz
@@ -125,7 +126,8 @@ def fit(args) -> None:
         with np.load(path, allow_pickle=False) as f:
             part = {k: f[k] for k in KEYS}
         if i == 0:                                  # the heuristic's labels: the early decisions only
-            part = {k: v[~part["late"]] for k, v in part.items()}
+            keep = ~part["late"] & (np.random.default_rng(args.seed).random(len(part["late"])) < args.early_share)
+            part = {k: v[keep] for k, v in part.items()}
         parts.append(part)
     obs, masks, labels, late, dev = (th.tensor(np.concatenate([p[k] for p in parts]))
                                      for k in ("obs", "masks", "actions", "late", "dev"))
@@ -200,7 +202,8 @@ def fit(args) -> None:
               [layer.bias.detach().numpy() for layer in net.layers], "tanh",
               feature_offset=offset, feature_weights=feature_weights)
     command = (f"python tools/pis_yedili_late_search.py fit {' '.join(args.files)} --epochs {args.epochs} "
-               f"--lr {args.lr} --hidden {hidden} --seed {args.seed}" + (f" --init {args.init}" if args.init else ""))
+               f"--lr {args.lr} --hidden {hidden} --seed {args.seed} --early-share {args.early_share}"
+               + (f" --init {args.init}" if args.init else ""))
     meta = bot_metadata(game, "distilled", n, network={"hidden": [hidden, hidden], "activation": "tanh"},
                         command=command)
     export_onnx(mlp, args.out, meta)
@@ -224,6 +227,8 @@ def main(argv=None) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--early-share", type=float, default=1.0,
+                   help="the share of the first file's early decisions to fit (to weigh the late ones more)")
     p.add_argument("--init", help="a bot file whose network the fit starts from (default: from scratch)")
     args = parser.parse_args(argv)
     label(args) if args.command == "label" else fit(args)
