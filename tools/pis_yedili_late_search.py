@@ -116,7 +116,7 @@ def fit(args) -> None:
     import torch as th
     from kahve.agents.policies.bot import bot_metadata, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.agents.training.action_features import GAIN, FeatureScores, feature_layout
+    from kahve.agents.training.action_features import FeatureScores, feature_layout
 
     th.manual_seed(args.seed)
     th.set_num_threads(1)
@@ -154,15 +154,15 @@ def fit(args) -> None:
     net = Net()
     if args.init:                                   # go on from a bot file's network (the same shape)
         from kahve.agents.policies.bot import mlp_from_bot
+        from kahve.agents.training.checkpoint import copy_mlp
         start = mlp_from_bot(args.init, feature_size=MOVE_FEATURES)
-        if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in net.layers] \
-                or start.activation != "tanh" or start.feature_offset != offset:
-            sys.exit(f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head")
-        with th.no_grad():
-            for layer, w, b in zip(net.layers, start.weights, start.biases):
-                layer.weight.copy_(th.tensor(w))
-                layer.bias.copy_(th.tensor(b))
-            net.scores.weight.copy_(th.tensor(start.feature_weights) / GAIN)     # the file keeps GAIN * w
+        refusal = f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head"
+        if start.activation != "tanh" or start.feature_offset != offset or start.move_layer is not None:
+            sys.exit(refusal)
+        try:
+            copy_mlp(start, list(net.layers), net.scores, args.init)
+        except ValueError as err:
+            sys.exit(f"{refusal} ({err})")
     opt = th.optim.Adam(net.parameters(), lr=args.lr)
     maps = [suit_maps(p, obs.shape[1]) for p in itertools.permutations(range(4))]     # maps[0]: the identity
     src, mask_src, action_map = (th.tensor([m[k] for m in maps]) for k in range(3))

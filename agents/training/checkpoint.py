@@ -124,12 +124,27 @@ def start_from_bot(model, mlp, source: str) -> None:
     import torch as th
     import torch.nn as nn
 
-    from .action_features import GAIN
     policy = model.policy
     head = policy.action_net
     scores = getattr(head, "scores", None)
     layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
     layers.append(head.linear if scores is not None else head)
+    copy_mlp(mlp, layers, scores, source)
+    with th.no_grad():
+        moves = getattr(head, "moves", None)
+        if mlp.move_layer is not None and moves is None:
+            raise ValueError(f"{source}: its network has a per-move layer; this config's has none (network.move_layer)")
+        if mlp.move_layer is not None:               # else the new layer starts at 0: the bot's own scores
+            moves.load_exported(mlp.move_layer, source)
+
+
+def copy_mlp(mlp, layers: list, scores, source: str) -> None:
+    """Copy a bot file's network (:class:`~..policies.network.MLP`) into torch ``layers`` (``nn.Linear``, input
+    first) and an action-feature head ``scores`` (a ``FeatureScores``, or None); a network of another shape is a
+    ``ValueError`` that names ``source``. Its per-move layer, if any, is the caller's."""
+    import torch as th
+
+    from .action_features import GAIN
     if len(layers) != len(mlp.weights) or (scores is None) != (mlp.feature_weights is None):
         raise ValueError(f"{source}: its network ({len(mlp.weights)} layers"
                          f"{', action features' if mlp.feature_weights is not None else ''}) does not fit this "
@@ -143,11 +158,6 @@ def start_from_bot(model, mlp, source: str) -> None:
             layer.bias.copy_(th.as_tensor(np.array(b)))
         if scores is not None:
             scores.weight.copy_(th.as_tensor(np.array(mlp.feature_weights)) / GAIN)
-        moves = getattr(head, "moves", None)
-        if mlp.move_layer is not None and moves is None:
-            raise ValueError(f"{source}: its network has a per-move layer; this config's has none (network.move_layer)")
-        if mlp.move_layer is not None:               # else the new layer starts at 0: the bot's own scores
-            moves.load_exported(mlp.move_layer, source)
 
 
 def _set_parameters(model, params: dict, exact: bool, refusal: str) -> None:
