@@ -104,3 +104,17 @@ def test_early_share_fits_a_part_of_the_heuristic_labels(tmp_path, capsys):
     with np.load(early) as f:
         assert counts[0] == int((~f["late"]).sum())
     assert 0.3 * counts[0] < counts[1] < 0.7 * counts[0]
+
+
+def test_a_bot_as_the_base_plays_the_deals_and_its_moves_are_the_labels_the_search_keeps(tmp_path):
+    early, bot, labels = tmp_path / "early.npz", tmp_path / "bot.onnx", tmp_path / "next.npz"
+    tool.main(["label", "--seed", "1", "--count", "60", "--worlds", "0", "--out", str(early)])
+    tool.main(["fit", str(early), "--epochs", "1", "--hidden", "16", "--out", str(bot)])
+    tool.main(["label", "--seed", "2", "--count", "40", "--worlds", "4", "--base", str(bot), "--out", str(labels)])
+    with np.load(labels) as f:
+        obs, masks, actions, dev = f["obs"], f["masks"], f["actions"], f["dev"]
+    greedy = np.where(masks, Bot.load(bot).batch_logits(obs), -np.inf).argmax(1)
+    assert (actions[~dev] == greedy[~dev]).all()          # the bot's move, wherever the search kept it
+    assert (actions[dev] != greedy[dev]).all()
+    with pytest.raises(SystemExit, match="--base"):
+        tool.main(["label", "--seed", "2", "--count", "4", "--base", "no_such_bot.onnx", "--out", str(labels)])

@@ -9,6 +9,9 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     where ``rollout:K`` over the heuristic (K determinized worlds, common random numbers) replaces it by its best
     move when that beats the heuristic's by ``z`` standard errors of the paired differences. ``--late-only``
     writes only the late decisions (the searched ones); ``--worlds 0`` searches nothing (the heuristic's labels).
+    ``--base BOT`` puts a bot in the heuristic's place: it plays both seats and the search's rollouts, and its
+    move is the one a label keeps (the next generation of expert iteration: the search over the network it
+    improves).
     The file (npz, never a pickle) is rewritten once a minute, so an interrupted run keeps what it made.
 
 ``fit``: an MLP with the action-feature head (the network of ``kahve train``, 256x256 tanh) fitted by
@@ -37,8 +40,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kahve import envs                                                     # noqa: E402
-from kahve.agents.policies.heuristics import heuristic_for                 # noqa: E402
+from kahve.agents.policies.base import decide                              # noqa: E402
 from kahve.agents.policies.rollout import RolloutPolicy, margin_choice     # noqa: E402
+from kahve.agents.policies.specs import make_policy                        # noqa: E402
 from kahve.agents.progress import progress_bar                             # noqa: E402
 from kahve.envs.pis_yedili.rules import (DRAW, FIRST_ROUND, MOVE_FEATURES, NUM_ACTIONS, OBS_DISCARD,  # noqa: E402
                                          OBS_MOVES, OBS_NAMED_SUIT, OBS_PHASE, OBS_TOP, PLAY_J)
@@ -55,8 +59,12 @@ def is_late(state, seat: int, legal: list[int]) -> bool:
 
 def label(args) -> None:
     game = envs.game_class("pis_yedili")(players=2, episode="deal")
-    heuristic = heuristic_for(game, args.seed)
-    search = RolloutPolicy(game, max(args.worlds, 1), seed=args.seed + 1)
+    try:
+        base_policy = make_policy(args.base, game, args.seed)
+        rollout_policy = None if args.base == "heuristic" else make_policy(args.base, game, args.seed + 2)
+    except (ValueError, OSError) as err:
+        sys.exit(f"--base: {err}")
+    search = RolloutPolicy(game, max(args.worlds, 1), seed=args.seed + 1, policy=rollout_policy)
     rng = random.Random(args.seed)
     rows = {k: [] for k in KEYS}
 
@@ -73,7 +81,7 @@ def label(args) -> None:
                     and len(rows["actions"]) < args.count:
                 seat = state.current_player
                 legal = state.legal_actions()
-                base = heuristic.choose(state, legal)
+                base = decide(base_policy, state)
                 late = is_late(state, seat, legal)
                 if len(legal) >= 2 and (late or not args.late_only):
                     action, gain = margin_choice(search.action_values(state, legal, seat), legal, base, args.z) \
@@ -219,6 +227,9 @@ def main(argv=None) -> None:
     p.add_argument("--worlds", type=int, default=256, help="worlds of the search (0: the heuristic's labels)")
     p.add_argument("--z", type=float, default=2.0, help="the margin, in standard errors")
     p.add_argument("--late-only", action="store_true", help="write only the late decisions")
+    p.add_argument("--base", default="heuristic",
+                   help="the policy that plays both seats, whose move a label keeps and whose rollouts the search "
+                        "plays (a spec: heuristic, or a bot file for the next generation)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("fit", help="fit a network to label files (the first: the heuristic's labels)")
     p.add_argument("files", nargs="+")
