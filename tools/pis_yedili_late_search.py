@@ -20,10 +20,19 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     network cannot tie what it learns to card ids); written as a bot file. ``--init BOT`` starts from a bot
     file's network of the same shape instead of from scratch (to go on with more labels), and
     ``--early-share F`` fits only that share of the heuristic's early labels (so that new late labels weigh more).
+    The first file gives the early decisions' labels: the heuristic's, or a bot's own moves (``label --worlds 0
+    --base BOT``) when the fit goes on from that bot.
 
     python tools/pis_yedili_late_search.py label --seed 130000 --count 218380 --worlds 0 --out early.npz
     python tools/pis_yedili_late_search.py label --seed 110000 --count 8804 --out late_1.npz
     python tools/pis_yedili_late_search.py fit early.npz late_1.npz ... --out checkpoints/pis_yedili/ppo_2p.onnx
+    # the next generation, over the shipped network (docs/search.md, "Pis Yedili: a second generation")
+    python tools/pis_yedili_late_search.py label --seed 613000 --count 70000 --worlds 0 \
+        --base pis_yedili/distilled_2p --out net_early.npz
+    python tools/pis_yedili_late_search.py label --seed 611000 --count 1815 --late-only \
+        --base pis_yedili/distilled_2p --out g2_611000.npz
+    python tools/pis_yedili_late_search.py fit net_early.npz g2_611000.npz ... --epochs 6 --lr 3e-4 \
+        --init pis_yedili/distilled_2p --out next.onnx
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from kahve import envs                                                     # noqa: E402
 from kahve.agents.policies.base import decide                              # noqa: E402
 from kahve.agents.policies.rollout import RolloutPolicy, margin_choice     # noqa: E402
-from kahve.agents.policies.specs import make_policy                        # noqa: E402
+from kahve.agents.policies.specs import bot_path, make_policy              # noqa: E402
 from kahve.agents.progress import progress_bar                             # noqa: E402
 from kahve.envs.pis_yedili.rules import (DRAW, FIRST_ROUND, MOVE_FEATURES, NUM_ACTIONS, OBS_DISCARD,  # noqa: E402
                                          OBS_MOVES, OBS_NAMED_SUIT, OBS_PHASE, OBS_TOP, PLAY_J)
@@ -163,7 +172,7 @@ def fit(args) -> None:
     if args.init:                                   # go on from a bot file's network (the same shape)
         from kahve.agents.policies.bot import mlp_from_bot
         from kahve.agents.training.checkpoint import copy_mlp
-        start = mlp_from_bot(args.init, feature_size=MOVE_FEATURES)
+        start = mlp_from_bot(bot_path(args.init), feature_size=MOVE_FEATURES)
         refusal = f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head"
         if start.activation != "tanh" or start.feature_offset != offset or start.move_layer is not None:
             sys.exit(refusal)
@@ -231,7 +240,7 @@ def main(argv=None) -> None:
                    help="the policy that plays both seats, whose move a label keeps and whose rollouts the search "
                         "plays (a spec: heuristic, or a bot file for the next generation)")
     p.add_argument("--out", required=True)
-    p = sub.add_parser("fit", help="fit a network to label files (the first: the heuristic's labels)")
+    p = sub.add_parser("fit", help="fit a network to label files (the first: the early decisions' labels)")
     p.add_argument("files", nargs="+")
     p.add_argument("--out", required=True)
     p.add_argument("--epochs", type=int, default=16)
@@ -240,7 +249,8 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--early-share", type=float, default=1.0,
                    help="the share of the first file's early decisions to fit (to weigh the late ones more)")
-    p.add_argument("--init", help="a bot file whose network the fit starts from (default: from scratch)")
+    p.add_argument("--init", help="a bot file or a shipped bot's name whose network the fit starts from "
+                                  "(default: from scratch)")
     args = parser.parse_args(argv)
     label(args) if args.command == "label" else fit(args)
 
