@@ -100,7 +100,7 @@ def test_early_share_fits_a_part_of_the_heuristic_labels(tmp_path, capsys):
         capsys.readouterr()
         tool.main(["fit", str(early), "--epochs", "0", "--hidden", "8", "--early-share", share,
                    "--out", str(tmp_path / f"{share}.onnx")])
-        counts.append(int(capsys.readouterr().out.split(" early (heuristic)")[0].split()[-1]))
+        counts.append(int(capsys.readouterr().out.split(" early (the first file)")[0].split()[-1]))
     with np.load(early) as f:
         assert counts[0] == int((~f["late"]).sum())
     assert 0.3 * counts[0] < counts[1] < 0.7 * counts[0]

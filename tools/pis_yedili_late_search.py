@@ -152,7 +152,7 @@ def fit(args) -> None:
     rng = np.random.default_rng(args.seed)
     held = th.zeros(n, dtype=th.bool)
     held[rng.permutation(n)[: n // 10]] = True
-    print(f"{n} labels: {int((~late).sum())} early (heuristic), {int(late.sum())} late (search), "
+    print(f"{n} labels: {int((~late).sum())} early (the first file), {int(late.sum())} late (search), "
           f"{int(dev.sum())} of them changed by the search; a tenth held out")
     offset, actions, size = feature_layout(game)
     hidden = args.hidden
