@@ -70,7 +70,7 @@ def label(args) -> None:
     game = envs.game_class("pis_yedili")(players=2, episode="deal")
     try:
         base_policy = make_policy(args.base, game, args.seed)
-        rollout_policy = None if args.base == "heuristic" else make_policy(args.base, game, args.seed + 2)
+        rollout_policy = make_policy(args.base, game, args.seed + 1)     # its own instance: the search reseeds it
     except (ValueError, OSError) as err:
         sys.exit(f"--base: {err}")
     search = RolloutPolicy(game, max(args.worlds, 1), seed=args.seed + 1, policy=rollout_policy)
