@@ -67,16 +67,62 @@ def test_tree_nodes_carry_exact_values_that_agree_with_the_engine_solver(tmp_pat
         env.step(int(np.flatnonzero(env.action_masks())[0]))
     nodes = []
     value = tool.solve_tree(env.game, env.state, nodes)
-    state, seat, values = nodes[-1]                                   # the root comes last
+    state, seat, values, _ = nodes[-1]                                # the root comes last
     assert state is env.state and seat == env.state.current_player and value == max(values.values())
     solver = PasurLastHand(env.game)
-    for state, _, values in nodes[-1:] + nodes[:5]:                   # alpha-beta agrees on every best value
+    for state, _, values, _ in nodes[-1:] + nodes[:5]:                # alpha-beta agrees on every best value
         assert max(solver.move_values(state).values()) == max(values.values())
     out = tmp_path / "tree.npz"
     tool.collect_trees(rounds=3, seed=2, keep=10, out=str(out))
     data = np.load(out)
     assert data["root"].sum() == 3 and len(data["obs"]) <= 3 * 11
     assert (data["mask"].sum(1) > 1).all() and (np.isfinite(data["values"]) == data["mask"]).all()
+    assert (np.isfinite(data["vs_random"]) == data["mask"]).all()
+
+
+def _against_random(game, state, action, side):
+    """(the value against perfect play, the value against a uniformly random opponent while ``side`` keeps to its
+    best moves and takes, among them, the one worth most against random) of ``action``, for ``side``: the
+    definition, written out plainly as a reference for ``solve_tree``."""
+    nxt = state.clone()
+    deal, seat = nxt.deals_completed, nxt.current_player
+    nxt.apply(action)
+    if nxt.current_player is None or nxt.deals_completed != deal:
+        v = game.relative_points(nxt.deal_report["deal_points"], seat) * (1 if game.sides[seat] == side else -1)
+        return v, v
+    pairs = [_against_random(game, nxt, a, side) for a in nxt.legal_actions()]
+    if game.sides[nxt.current_player] == side:
+        best = max(p[0] for p in pairs)
+        return best, max(p[1] for p in pairs if p[0] == best)
+    return min(p[0] for p in pairs), sum(p[1] for p in pairs) / len(pairs)
+
+
+def test_tree_values_against_random_break_ties_among_the_best_moves_only():
+    from kahve.agents.training.learner_env import LearnerEnv
+    from kahve.agents.training.opponents import OpponentPool
+    checked = narrowed = 0
+    for seed in range(8):
+        env = LearnerEnv("pasur", tool.SETTINGS, OpponentPool([("random", 1.0)]), seed=seed)
+        env.reset()
+        rng = np.random.default_rng(seed)
+        while env.state.stock:
+            env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        nodes = []
+        tool.solve_tree(env.game, env.state, nodes)
+        for state, seat, values, vs_random in nodes[-1:] + nodes[:3]:     # the root and a few deeper nodes
+            side = env.game.sides[seat]
+            for a in values:
+                perfect, against_random = _against_random(env.game, state, a, side)
+                assert values[a] == perfect and vs_random[a] == pytest.approx(against_random)
+                checked += 1
+            legal = sorted(values)
+            row = np.full((1, 104), np.nan)
+            tie = row.copy()
+            row[0, legal], tie[0, legal] = [values[a] for a in legal], [vs_random[a] for a in legal]
+            plain, broken = tool.best_moves(row)[0], tool.best_moves(row, tie)[0]
+            assert broken.any() and not (broken & ~plain).any()           # a subset of the best, never empty
+            narrowed += broken.sum() < plain.sum()
+    assert checked > 50 and narrowed > 0                                  # the tie-break did choose somewhere
 
 
 def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_hand(tmp_path, capsys):
@@ -85,7 +131,7 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     data, bot_path = tmp_path / "tree.npz", tmp_path / "expert.onnx"
     tool.collect_trees(rounds=20, seed=6, keep=20, out=str(data))
     tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(bot_path),
-                    regret_weight=1.0, early_weight=3.0, augment=True)     # the loss with every term on
+                    regret_weight=1.0, early_weight=3.0, augment=True, tiebreak=True)  # every term of the loss
     assert capsys.readouterr().out.splitlines()[-2].startswith("epoch 1: a best move in held-out nodes")
     game = envs.game_class("pasur")(**tool.SETTINGS)
     bot, shipped = Bot.load(bot_path, game=game), tool.shipped_network(game)
@@ -97,6 +143,17 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     early = obs.copy()
     early[:, OBS_FINAL] = 0
     assert np.allclose([bot.logits(o) for o in early], shipped.forward(early), atol=1e-4)
+    # --init goes on from a bot's expert: with no epoch the expert written is that one
+    again = tmp_path / "again.onnx"
+    tool.fit_expert([str(data)], epochs=0, width=16, depth=1, lr=1e-3, seed=1, out=str(again), init=str(bot_path))
+    assert np.allclose(mlp_from_bot(again, game.action_feature_size, expert=True).forward(obs), expert.forward(obs),
+                       atol=1e-5)
+    with pytest.raises(ValueError, match="--init .* not --width 32 --depth 1"):
+        tool.fit_expert([str(data)], epochs=0, width=32, depth=1, lr=1e-3, seed=1, out=str(again), init=str(bot_path))
+    old = tmp_path / "old.npz"                                        # a tree file from before the tie-break
+    np.savez(old, **{k: v for k, v in np.load(data).items() if k != "vs_random"})
+    with pytest.raises(ValueError, match="needs tree files that carry the values against random.*old.npz"):
+        tool.fit_expert([str(old)], epochs=0, width=16, depth=1, lr=1e-3, seed=1, out=str(again), tiebreak=True)
     # --main puts another bot's main network in hands 1-5 (here the shipped DQN's)
     other_path = tmp_path / "over_dqn.onnx"
     tool.fit_expert([str(data)], epochs=1, width=16, depth=1, lr=1e-3, seed=0, out=str(other_path), main="pasur/dqn")

@@ -123,29 +123,68 @@ def collect(rounds: int, seed: int, out: str) -> None:
 
 def solve_tree(game, state, nodes: list) -> float:
     """The exact value of ``state`` for its player to act; every decision node below it with more than one legal
-    move is appended to ``nodes`` as (state, seat, {action: value}), children before parents (the root last).
-    Plain negamax without pruning, so every move's value is exact (alpha-beta only bounds the losing ones)."""
+    move is appended to ``nodes`` as (state, seat, {action: value}, {action: value against random}), children
+    before parents (the root last). Plain negamax without pruning, so every move's value is exact (alpha-beta only
+    bounds the losing ones).
+
+    The second values break the ties among the best moves: a move's mean points when the seat goes on choosing,
+    among its best moves, the one worth most against a uniformly random opponent (the ``random`` policy: every
+    legal action alike, each pick of a capture included), and the opponent does play at random. Among moves that
+    are equal against perfect play they choose the one that gives a fallible opponent the most ways to go wrong;
+    against a perfect opponent they cost nothing."""
+    perfect, vs_random = _solve(game, state, nodes)
+    sign = 1 if game.sides[state.current_player] == 0 else -1
+    return sign * perfect
+
+
+TIE = 1e-6              # round points are whole numbers: values within this are equal
+
+
+def _solve(game, state, nodes: list) -> tuple[float, list[float]]:
+    """(the minimax value, [side 0 choosing best-then-against-random while side 1 plays at random, the same with
+    the sides swapped]) of ``state``, all three for side 0; appends the decision nodes as :func:`solve_tree` says."""
     seat = state.current_player
-    values = {}
+    side = game.sides[seat]
+    sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
+    children = {}
     for a in state.legal_actions():
         nxt = state.clone()
         deal = nxt.deals_completed
         nxt.apply(a)
         if nxt.current_player is None or nxt.deals_completed != deal:
-            values[a] = game.relative_points(nxt.deal_report["deal_points"], seat)
+            v = game.relative_points(nxt.deal_report["deal_points"], game.sides.index(0))
+            children[a] = (v, [v, v])
         else:
-            v = solve_tree(game, nxt, nodes)
-            values[a] = v if game.sides[nxt.current_player] == game.sides[seat] else -v
-    if len(values) > 1:
-        nodes.append((state, seat, values))
-    return max(values.values())
+            children[a] = _solve(game, nxt, nodes)
+    perfect = {a: sign * c[0] for a, c in children.items()}           # the acting side's values
+    best = max(perfect.values())
+    best_moves = [a for a in children if perfect[a] >= best - TIE]
+    vs_random = [0.0, 0.0]
+    # the acting side keeps to its best moves and, among them, takes the one worth most against random play...
+    vs_random[side] = sign * max(sign * children[a][1][side] for a in best_moves)
+    # ...and is the random player in the other side's line
+    vs_random[1 - side] = sum(c[1][1 - side] for c in children.values()) / len(children)
+    if len(children) > 1:
+        nodes.append((state, seat, perfect, {a: sign * c[1][side] for a, c in children.items()}))
+    return sign * best, vs_random
+
+
+def best_moves(values: np.ndarray, vs_random: np.ndarray | None = None) -> np.ndarray:
+    """Per row (NaN: not legal), the moves that are best against perfect play; with ``vs_random``, only those of
+    them that are also worth most against a random opponent (the tie-break of :func:`solve_tree`)."""
+    filled = np.nan_to_num(values, nan=-np.inf)
+    best = filled >= filled.max(1, keepdims=True) - TIE
+    if vs_random is not None:
+        among = np.where(best, np.nan_to_num(vs_random, nan=-np.inf), -np.inf)
+        best &= among >= among.max(1, keepdims=True) - TIE
+    return best
 
 
 def collect_trees(rounds: int, seed: int, keep: int, out: str, shallow: int = 0) -> None:
     from kahve.agents.progress import progress_bar
     env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0), ("heuristic", 1.0)]), seed=seed)
     game, mlp, rng = env.game, shipped_network(env.game), np.random.default_rng(seed)
-    columns = {"obs": [], "mask": [], "values": [], "root": [], "round": []}
+    columns = {"obs": [], "mask": [], "values": [], "vs_random": [], "root": [], "round": []}
     with progress_bar("solving last hands") as update:
         for r in range(rounds):
             update(r, rounds)
@@ -168,23 +207,25 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
     solve_tree(game, env.state, nodes)
     if not nodes:
         return
-    early = [i for i, (state, _, _) in enumerate(nodes[:-1]) if shallow and sum(map(len, state.hands)) >= shallow]
+    early = [i for i, (state, *_) in enumerate(nodes[:-1]) if shallow and sum(map(len, state.hands)) >= shallow]
     chosen = set(early)
     later = [i for i in range(len(nodes) - 1) if i not in chosen]
     for i in [len(nodes) - 1] + early + list(rng.permutation(later)[:keep]):
-        state, seat, values = nodes[i]
+        state, seat, values, vs_random = nodes[i]
         mask = np.zeros(game.num_actions, bool)
         row = np.full(game.num_actions, np.nan, np.float32)
+        tie_break = row.copy()
         mask[list(values)] = True
         row[list(values)] = list(values.values())
+        tie_break[list(vs_random)] = list(vs_random.values())
         for key, value in (("obs", state.observation(seat).astype(np.float16)), ("mask", mask), ("values", row),
-                           ("root", i == len(nodes) - 1), ("round", r)):
+                           ("vs_random", tie_break), ("root", i == len(nodes) - 1), ("round", r)):
             columns[key].append(value)
 
 
 def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
                threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0, augment: bool = False,
-               main: str = BOT) -> None:
+               main: str = BOT, tiebreak: bool = False, init: str | None = None) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, export_onnx
     from kahve.agents.policies.network import MLP
@@ -196,13 +237,18 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     main_net = mlp_from_bot(main_path, game.action_feature_size)
     offset, actions, row = main_net.feature_offset, game.num_actions, game.action_feature_size
     data = [np.load(f) for f in files]
+    if tiebreak and not all("vs_random" in d for d in data):
+        raise ValueError("--tiebreak random needs tree files that carry the values against random (written by "
+                         "this version of tree): " + ", ".join(f for f, d in zip(files, data) if "vs_random" not in d))
     get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
     x, mask = th.tensor(get("obs").astype(np.float32)), th.tensor(get("mask"))
     values = th.tensor(np.nan_to_num(get("values"), nan=NEG))
     rounds = np.concatenate([d["round"] + k * 10**7 for k, d in enumerate(data)])
     held_out, root = (rounds % 10) == 0, get("root")
     best_value = values.max(1, keepdim=True).values
-    best = (values >= best_value - 1e-6) & mask
+    # the moves to learn: the best against perfect play, with --tiebreak random only the one(s) of them worth most
+    # against a random opponent (solve_tree); regret is always the points given away against perfect play
+    best = th.tensor(best_moves(get("values"), get("vs_random") if tiebreak else None)) & mask
     regret = (best_value - values).masked_fill(~mask, 0.0)
     # in the last hand the unseen cards are the opponent's hand (and the own hand is the block before the pool)
     cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
@@ -210,6 +256,16 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     sizes = [game.observation_size] + [width] * depth
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
     rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
+    if init is not None:                 # go on from another bot's expert (its sizes), e.g. the shipped one's
+        start = mlp_from_bot(bot_path(init), row, expert=True)
+        if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
+            raise ValueError(f"--init {init}: its expert has layers {[w.shape[0] for w in start.weights[:-1]]}, "
+                             f"not --width {width} --depth {depth}")
+        with th.no_grad():
+            for layer, w, b in zip(layers, start.weights, start.biases):
+                layer.weight.copy_(th.tensor(w))
+                layer.bias.copy_(th.tensor(b))
+            rows.copy_(th.tensor(start.feature_weights))
 
     def logits(xb):
         h = xb
@@ -415,6 +471,11 @@ def main(argv=None) -> None:
                    f"{EARLY_CARDS} cards or more")
     e.add_argument("--augment", action="store_true", help="relabel the suits of every batch at random "
                    "(suit_permutation: the game's symmetries)")
+    e.add_argument("--tiebreak", choices=["none", "random"], default="none", help="random: among the moves best "
+                   "against perfect play, learn only those worth most against a random opponent (tree files that "
+                   "carry vs_random)")
+    e.add_argument("--init", help="start from this bot's expert (a bot file or a shipped bot's name; the same "
+                   "--width and --depth) instead of from scratch")
     e.add_argument("--main", default=BOT, help="the bot whose main network plays hands 1-5 in the file written "
                    f"(a bot file or a shipped bot's name; default {BOT})")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
@@ -435,8 +496,12 @@ def main(argv=None) -> None:
     elif args.command == "tree":
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
-        fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
-                   args.regret_weight, args.early_weight, args.augment, args.main)
+        try:
+            fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
+                       args.regret_weight, args.early_weight, args.augment, args.main, args.tiebreak == "random",
+                       args.init)
+        except (OSError, ValueError) as err:      # a missing file or bot, old tree files, an expert of other sizes
+            parser.exit(2, f"pasur_last_hand expert: {err}\n")
 
 
 if __name__ == "__main__":
