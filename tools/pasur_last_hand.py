@@ -292,6 +292,8 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     optimizer = th.optim.Adam(list(layers.parameters()) + [rows], lr=lr)
     schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, epochs * (len(train) // batch)))
     rng = np.random.default_rng(seed)
+    if init is not None:
+        report(f"{init}'s expert, before")
     for epoch in range(epochs):
         order = rng.permutation(train)
         for s in range(len(order) // batch):
