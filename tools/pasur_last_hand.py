@@ -20,15 +20,18 @@ itself, without search:
 
 * ``tree``: the same play, but at the learner's first last-hand decision the engine solves the whole rest of the
   round, and ``--keep`` decision nodes of that tree (the root and a random draw of the others, from either seat's
-  view) are kept with the exact values of their moves: far more, and more varied, examples per round.
+  view) are kept with the exact values of their moves: far more, and more varied, examples per round. Each move
+  also carries its value against a uniformly random opponent (``vs_random``), which breaks the ties among the moves
+  that are best against perfect play (:func:`solve_tree`).
 * ``expert``: fits a separate, larger network to the tree nodes from scratch (relu, the same action-feature head)
   and writes a bot file that plays the shipped network in hands 1-5 and the expert wherever the observation's
   final-hand flag is set (:func:`~kahve.agents.policies.bot.export_onnx`'s ``expert``): still one greedy forward
   pass, no search. Rounds whose number ends in 0 are held out; it reports on them every epoch. ``--augment``
   relabels the suits of every batch at random (:func:`suit_permutation`, a symmetry of the game), so that the
   network cannot learn a position by its card names; ``--main BOT`` writes the expert over another bot's main
-  network (a fine-tune's, exported). ``combine`` writes an existing expert over another main network without
-  fitting it again (a fine-tuned main network under the shipped bot's expert).
+  network (a fine-tune's, exported); ``--tiebreak random`` learns, among the best moves, only those worth most
+  against random; ``--init BOT`` starts from that bot's expert. ``combine`` writes an existing expert over another
+  main network without fitting it again (a fine-tuned main network under the shipped bot's expert).
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
@@ -36,6 +39,7 @@ itself, without search:
     python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
     python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
     python tools/pasur_last_hand.py combine runs/x/final.onnx --expert-from pasur/ppo --out ppo.onnx
+    python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz --tiebreak random --init pasur/ppo --out x.onnx
 
 "The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
 both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
@@ -132,7 +136,7 @@ def solve_tree(game, state, nodes: list) -> float:
     legal action alike, each pick of a capture included), and the opponent does play at random. Among moves that
     are equal against perfect play they choose the one that gives a fallible opponent the most ways to go wrong;
     against a perfect opponent they cost nothing."""
-    perfect, vs_random = _solve(game, state, nodes)
+    perfect, _ = _solve(game, state, nodes)
     sign = 1 if game.sides[state.current_player] == 0 else -1
     return sign * perfect
 
@@ -158,10 +162,10 @@ def _solve(game, state, nodes: list) -> tuple[float, list[float]]:
             children[a] = _solve(game, nxt, nodes)
     perfect = {a: sign * c[0] for a, c in children.items()}           # the acting side's values
     best = max(perfect.values())
-    best_moves = [a for a in children if perfect[a] >= best - TIE]
+    top = [a for a in children if perfect[a] >= best - TIE]
     vs_random = [0.0, 0.0]
     # the acting side keeps to its best moves and, among them, takes the one worth most against random play...
-    vs_random[side] = sign * max(sign * children[a][1][side] for a in best_moves)
+    vs_random[side] = sign * max(sign * children[a][1][side] for a in top)
     # ...and is the random player in the other side's line
     vs_random[1 - side] = sum(c[1][1 - side] for c in children.values()) / len(children)
     if len(children) > 1:
@@ -303,7 +307,8 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
                 obs_source, action_source = (th.tensor(a) for a in relabelled(
                     suit_permutation(rng), CARD_BLOCKS, offset, row, game.observation_size))
                 # (a capture's picks come in card order, so a relabelled SELECT decision is not one the engine
-                # poses: only PLAY decisions are relabelled)
+                # poses: only PLAY decisions are relabelled; with --tiebreak, random's odds among several captures
+                # follow the card order too, so a relabelled tie-break is close to the true one, not always equal)
                 play = (xb[:, OBS_PHASE] == 1)[:, None]
                 xb = th.where(play, xb[:, obs_source], xb)
                 mb, bb, rb = (th.where(play, t[:, action_source], t) for t in (mb, bb, rb))
