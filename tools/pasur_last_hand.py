@@ -376,7 +376,7 @@ def fit(files: list[str], epochs: int, extra: int, anchor: float, lr: float, see
     l_obs, l_mask, values = get("last_obs")[:, :seen], get("last_mask"), get("last_values").nan_to_num(NEG)
     m_obs, m_mask, m_logits = get("mid_obs")[:, :seen], get("mid_mask"), get("mid_logits")
     best_value = values.max(1, keepdim=True).values
-    best = (values >= best_value - 1e-6) & l_mask
+    best = th.tensor(best_moves(get("last_values").numpy())) & l_mask
     target = th.softmax(m_logits.masked_fill(~m_mask, NEG), 1)
     rng = np.random.default_rng(seed)
     l_train, l_test = np.split(rng.permutation(len(l_obs)), [len(l_obs) * 4 // 5])
