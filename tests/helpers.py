@@ -1,4 +1,5 @@
-"""Shared test tools: random play on engines and envs, and the hidden-information check (docs/rules.md C-8)."""
+"""Shared test tools: random play on engines and envs, the hidden-information check (docs/rules.md C-8), and a plain
+reference for the values of a last hand against a random opponent."""
 
 from __future__ import annotations
 
@@ -64,6 +65,23 @@ def check_hidden_information(state, rng: random.Random, tries: int = 3) -> bool:
                 changed = True
     assert state.to_dict() == base, "determinize changed the original state"
     return changed
+
+
+def against_random(game, state, action, side):
+    """(the value against perfect play, the value against a uniformly random opponent while ``side`` keeps to its
+    best moves and takes, among them, the one worth most against random) of ``action``, for ``side``: the
+    definition, written out plainly as a reference for the solvers (``solve_lines``)."""
+    nxt = state.clone()
+    deal, seat = nxt.deals_completed, nxt.current_player
+    nxt.apply(action)
+    if nxt.current_player is None or nxt.deals_completed != deal:
+        v = game.relative_points(nxt.deal_report["deal_points"], seat) * (1 if game.sides[seat] == side else -1)
+        return v, v
+    pairs = [against_random(game, nxt, a, side) for a in nxt.legal_actions()]
+    if game.sides[nxt.current_player] == side:
+        best = max(p[0] for p in pairs)
+        return best, max(p[1] for p in pairs if p[0] == best)
+    return min(p[0] for p in pairs), sum(p[1] for p in pairs) / len(pairs)
 
 
 def popen_train(args, cwd):

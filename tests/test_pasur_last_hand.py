@@ -11,6 +11,7 @@ import pytest
 import torch as th
 
 from kahve import envs
+from tests.helpers import against_random
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("pasur_last_hand", ROOT / "tools" / "pasur_last_hand.py")
@@ -80,23 +81,6 @@ def test_tree_nodes_carry_exact_values_that_agree_with_the_engine_solver(tmp_pat
     assert (np.isfinite(data["vs_random"]) == data["mask"]).all()
 
 
-def _against_random(game, state, action, side):
-    """(the value against perfect play, the value against a uniformly random opponent while ``side`` keeps to its
-    best moves and takes, among them, the one worth most against random) of ``action``, for ``side``: the
-    definition, written out plainly as a reference for ``solve_tree``."""
-    nxt = state.clone()
-    deal, seat = nxt.deals_completed, nxt.current_player
-    nxt.apply(action)
-    if nxt.current_player is None or nxt.deals_completed != deal:
-        v = game.relative_points(nxt.deal_report["deal_points"], seat) * (1 if game.sides[seat] == side else -1)
-        return v, v
-    pairs = [_against_random(game, nxt, a, side) for a in nxt.legal_actions()]
-    if game.sides[nxt.current_player] == side:
-        best = max(p[0] for p in pairs)
-        return best, max(p[1] for p in pairs if p[0] == best)
-    return min(p[0] for p in pairs), sum(p[1] for p in pairs) / len(pairs)
-
-
 def test_tree_values_against_random_break_ties_among_the_best_moves_only():
     from kahve.agents.training.learner_env import LearnerEnv
     from kahve.agents.training.opponents import OpponentPool
@@ -112,8 +96,8 @@ def test_tree_values_against_random_break_ties_among_the_best_moves_only():
         for state, seat, values, vs_random in nodes[-1:] + nodes[:3]:     # the root and a few deeper nodes
             side = env.game.sides[seat]
             for a in values:
-                perfect, against_random = _against_random(env.game, state, a, side)
-                assert values[a] == perfect and vs_random[a] == pytest.approx(against_random)
+                perfect, random_value = against_random(env.game, state, a, side)
+                assert values[a] == perfect and vs_random[a] == pytest.approx(random_value)
                 checked += 1
             legal = sorted(values)
             row = np.full((1, 104), np.nan)

@@ -53,7 +53,7 @@ import numpy as np
 
 from kahve import checkpoints, envs
 from kahve.agents.policies.bot import mlp_from_bot
-from kahve.agents.policies.endgame.exact import PasurLastHand
+from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, solve_lines
 from kahve.agents.policies.specs import bot_path
 from kahve.agents.training.learner_env import LearnerEnv
 from kahve.agents.training.opponents import OpponentPool
@@ -136,41 +136,9 @@ def solve_tree(game, state, nodes: list) -> float:
     legal action alike, each pick of a capture included), and the opponent does play at random. Among moves that
     are equal against perfect play they choose the one that gives a fallible opponent the most ways to go wrong;
     against a perfect opponent they cost nothing."""
-    perfect, _ = _solve(game, state, nodes)
+    perfect, _ = solve_lines(game, state, nodes)
     sign = 1 if game.sides[state.current_player] == 0 else -1
     return sign * perfect
-
-
-TIE = 1e-6              # round points are whole numbers: values within this are equal
-
-
-def _solve(game, state, nodes: list) -> tuple[float, list[float]]:
-    """(the minimax value, [side 0 choosing best-then-against-random while side 1 plays at random, the same with
-    the sides swapped]) of ``state``, all three for side 0; appends the decision nodes as :func:`solve_tree` says."""
-    seat = state.current_player
-    side = game.sides[seat]
-    sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
-    children = {}
-    for a in state.legal_actions():
-        nxt = state.clone()
-        deal = nxt.deals_completed
-        nxt.apply(a)
-        if nxt.current_player is None or nxt.deals_completed != deal:
-            v = game.relative_points(nxt.deal_report["deal_points"], game.sides.index(0))
-            children[a] = (v, [v, v])
-        else:
-            children[a] = _solve(game, nxt, nodes)
-    perfect = {a: sign * c[0] for a, c in children.items()}           # the acting side's values
-    best = max(perfect.values())
-    top = [a for a in children if perfect[a] >= best - TIE]
-    vs_random = [0.0, 0.0]
-    # the acting side keeps to its best moves and, among them, takes the one worth most against random play...
-    vs_random[side] = sign * max(sign * children[a][1][side] for a in top)
-    # ...and is the random player in the other side's line
-    vs_random[1 - side] = sum(c[1][1 - side] for c in children.values()) / len(children)
-    if len(children) > 1:
-        nodes.append((state, seat, perfect, {a: sign * c[1][side] for a, c in children.items()}))
-    return sign * best, vs_random
 
 
 def best_moves(values: np.ndarray, vs_random: np.ndarray | None = None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The exact endgame (endgame[:K]:SPEC, agents/policies/endgame): the last hand solved in every world agrees with the
 engine playing every line out (Pişti's own solver; Pâsur's alpha-beta over the engine against plain minimax), the
 policy reads only what determinize() samples, plays SPEC elsewhere, and in Pâsur's last hand, a game of perfect
-information, plays a move of the best exact value."""
+information, plays a move of the best exact value, and of those the one worth most against a random opponent."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from kahve.agents.policies.endgame.pishti import PishtiLastHand
 from kahve.agents.policies.heuristics import heuristic_for
 from kahve.agents.policies.levels import hard_spec
 from kahve.agents.policies.rollout import RolloutPolicy
+from tests.helpers import against_random
 
 BOT = "pishti/ppo_2p"
 
@@ -105,6 +106,29 @@ def test_single_world_says_whether_determinize_can_deal_anything_but_the_truth(g
     truths = [all(repr(st.determinize(st.current_player, random.Random(k)).to_dict()) == repr(st.to_dict())
                   for k in range(5)) for st in last_hand_states(game, range(30, 40))]
     assert solver.single_world == all(truths)
+
+
+def test_pasur_last_hand_ties_go_to_the_move_worth_most_against_random():
+    # among the moves of the best exact value, the one worth most against a random opponent (the reference
+    # recursion in tests/helpers.py), then the inner policy's; it is not the inner policy's choice everywhere
+    game = pasur()
+    solver = PasurLastHand(game)
+    inner = heuristic_for(game, 0)
+    checked = overruled = 0
+    for st in last_hand_states(game, range(60)):
+        exact = engine_values(st)
+        top = [a for a in exact if exact[a] == max(exact.values())]
+        if len(top) < 2:
+            continue
+        side = game.sides[st.current_player]
+        reference = {a: against_random(game, st, a, side)[1] for a in top}
+        assert solver.tiebreak_values(st, top) == pytest.approx(reference)
+        a = decide(EndgamePolicy(game, inner, worlds=4, seed=1), st)
+        assert a in top and reference[a] == pytest.approx(max(reference.values()))
+        plain = decide(inner, st)
+        overruled += a != (plain if plain in top else top[0])          # the rule before the tie-break
+        checked += 1
+    assert checked >= 10 and overruled > 0
 
 
 def test_the_pasur_last_hand_is_one_world_drawn_once(monkeypatch):

@@ -2,9 +2,11 @@
 
 ``endgame[:K]:SPEC`` plays SPEC until the rest of the deal is small enough to solve, then decides by solving it:
 K worlds are sampled with ``determinize`` (all the search may know), each distinct world is solved exactly
-with both sides playing perfectly, and the move with the best mean value over the worlds is played (ties go to
-SPEC's own choice among the best). Games opt in with a solver (:data:`SOLVERS`), today for the last hand of a deal,
-once the stock is empty:
+with both sides playing perfectly, and the move with the best mean value over the worlds is played. Where the
+solver can also tell moves that are equal against perfect play apart by their value against a random opponent
+(Pâsur's: :meth:`.exact.EngineSolver.tiebreak_values`), the ties go to the move worth most there, and what is still
+tied to SPEC's own choice. Games opt in with a solver (:data:`SOLVERS`), today for the last hand of a deal, once the
+stock is empty:
 
 * Pişti with 2 players (:mod:`.pishti`): a world differs from the truth only in the opponent's hand and the
   face-down cards, so a few dozen worlds cover nearly all that is possible; a dedicated solver (a fraction of a
@@ -60,9 +62,12 @@ class EndgamePolicy:
         legal = state.legal_actions()
         if len(legal) == 1 or not self.solver.applies(state):
             return self.policy.act(observation, action_mask, state)
-        totals = self.move_totals(state)
+        worlds = self.worlds_drawn(state)
+        totals = self.move_totals(state, worlds)
         best = max(totals.values())
         top = [a for a in legal if totals[a] >= best - 1e-9]
+        if len(top) > 1 and hasattr(self.solver, "tiebreak_values"):
+            top = self.tiebreak(top, worlds)
         if len(top) == 1:
             return top[0]
         if observation is None and self.reads_observation:
@@ -70,22 +75,37 @@ class EndgamePolicy:
         choice = self.policy.act(observation, action_mask, state)
         return choice if choice in top else top[0]
 
-    def move_totals(self, state) -> dict[int, float]:
-        """The summed value of every legal move over K worlds from ``determinize``; each distinct world (the
-        hidden cards' places) is solved once and counted as often as it was drawn."""
-        seat = state.current_player
+    def tiebreak(self, top: list[int], worlds: list) -> list[int]:
+        """Of moves equal against perfect play, those worth most against a random opponent, summed over the
+        worlds as the values are (:meth:`.exact.EngineSolver.tiebreak_values`)."""
+        totals = dict.fromkeys(top, 0.0)
+        for world, n in worlds:
+            values = self.solver.tiebreak_values(world, top)
+            for a in top:
+                totals[a] += n * values[a]
+        best = max(totals.values())
+        return [a for a in top if totals[a] >= best - 1e-9]
+
+    def worlds_drawn(self, state) -> list:
+        """[(world, how often it was drawn)] for K draws from ``determinize``; each distinct world (the hidden
+        cards' places) once."""
         counts: dict = {}
         draws = 1 if self.solver.single_world else self.worlds    # a hand without hidden cards: one world, K times
         weight = self.worlds // draws
         for _ in range(draws):
-            world = state.determinize(seat, self.rng)
+            world = state.determinize(state.current_player, self.rng)
             key = repr(world.to_dict())
             if key in counts:
                 counts[key][1] += weight
             else:
                 counts[key] = [world, weight]
+        return [tuple(c) for c in counts.values()]
+
+    def move_totals(self, state, worlds: list | None = None) -> dict[int, float]:
+        """The summed value of every legal move over the K worlds (:meth:`worlds_drawn`), each distinct world
+        solved once and counted as often as it was drawn."""
         totals = dict.fromkeys(state.legal_actions(), 0.0)
-        for world, n in counts.values():
+        for world, n in worlds if worlds is not None else self.worlds_drawn(state):
             values = self.solver.move_values(world)
             for a in totals:
                 totals[a] += n * values[a]

@@ -8,6 +8,9 @@ deal's points as the engine scores them, :meth:`Game.relative_points` of the sid
 from __future__ import annotations
 
 
+TIE = 1e-6              # deal points are whole numbers: values within this are equal
+
+
 class EngineSolver:
     """The exact value of every legal action of the player to act, both sides playing perfectly afterwards."""
 
@@ -28,6 +31,24 @@ class EngineSolver:
     def move_values(self, world) -> dict[int, float]:
         side = self.game.sides[world.current_player]
         return {a: self._after(world, a, side, -1e9, 1e9) for a in world.legal_actions()}
+
+    def tiebreak_values(self, world, moves) -> dict[int, float]:
+        """For each of ``moves`` (moves equal against perfect play), its mean points for the side to act when the
+        opponent plays uniformly at random and the side goes on choosing as here: its best moves against perfect
+        play, and among them the one worth most against random (:func:`solve_lines`). A move that is no worse
+        against a perfect opponent and gives a fallible one more ways to go wrong is worth more (docs/search.md,
+        "Pâsur's last hand: among equal moves")."""
+        side = self.game.sides[world.current_player]
+        values = {}
+        for a in moves:
+            nxt = world.clone()
+            deal = nxt.deals_completed
+            nxt.apply(a)
+            if nxt.current_player is None or nxt.deals_completed != deal:
+                values[a] = self.game.relative_points(nxt.deal_report["deal_points"], world.current_player)
+            else:
+                values[a] = solve_lines(self.game, nxt)[1][side] * (1 if side == 0 else -1)
+        return values
 
     def _after(self, state, action: int, side: int, alpha: float, beta: float) -> float:
         """The value for ``side`` of ``action`` in ``state``, within the window (alpha, beta) of ``side``."""
@@ -67,3 +88,36 @@ class PasurLastHand(EngineSolver):
     @staticmethod
     def fits(game) -> bool:
         return game.name == "pasur"
+
+
+def solve_lines(game, state, nodes: list | None = None) -> tuple[float, list[float]]:
+    """Plain negamax without pruning (every move's value exact) over a two-sided perfect-information rest of a deal:
+    (the minimax value of ``state``, [its value when side 0 keeps to its best moves and, among them, takes the one
+    worth most against random while side 1 plays uniformly at random (every legal action alike, each pick of a
+    capture included), the same with the sides swapped]), all three for side 0. With ``nodes``, every decision node
+    with more than one legal move is appended as (state, seat, {action: value}, {action: value against random}),
+    values for the seat, children before parents (tools/pasur_last_hand.py collects them as examples)."""
+    seat = state.current_player
+    side = game.sides[seat]
+    sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
+    children = {}
+    for a in state.legal_actions():
+        nxt = state.clone()
+        deal = nxt.deals_completed
+        nxt.apply(a)
+        if nxt.current_player is None or nxt.deals_completed != deal:
+            v = game.relative_points(nxt.deal_report["deal_points"], game.sides.index(0))
+            children[a] = (v, [v, v])
+        else:
+            children[a] = solve_lines(game, nxt, nodes)
+    perfect = {a: sign * c[0] for a, c in children.items()}           # the acting side's values
+    best = max(perfect.values())
+    top = [a for a in children if perfect[a] >= best - TIE]
+    vs_random = [0.0, 0.0]
+    # the acting side keeps to its best moves and, among them, takes the one worth most against random play...
+    vs_random[side] = sign * max(sign * children[a][1][side] for a in top)
+    # ...and is the random player in the other side's line
+    vs_random[1 - side] = sum(c[1][1 - side] for c in children.values()) / len(children)
+    if nodes is not None and len(children) > 1:
+        nodes.append((state, seat, perfect, {a: sign * c[1][side] for a, c in children.items()}))
+    return sign * best, vs_random
