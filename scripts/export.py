@@ -15,6 +15,9 @@ def add_arguments(parser) -> None:
                         help="evaluate the bot against these opponents (default: random heuristic ismcts:200) "
                              "and write FILE.md beside the bot")
     parser.add_argument("--games", type=int, default=200, help="matches per report evaluation")
+    parser.add_argument("--levels", type=int, default=0, metavar="PAIRS", help="with --report: also each difficulty "
+                        "level (easy, medium, hard) against the heuristic, PAIRS mirrored pairs of single deals, and "
+                        "its time per move")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--command", default=None, help="the training command, quoted in the report")
     parser.add_argument("--sb3", metavar="FILE.zip", default=None,
@@ -28,6 +31,8 @@ def run(args) -> int:
     from kahve.agents.training import config as config_mod
     from kahve.agents.training.run_dir import RunDir, load_npz
 
+    if args.levels and args.report is None or args.levels < 0:
+        raise ValueError("--levels PAIRS adds the difficulty levels to the report: give --report too, and PAIRS >= 1")
     run_dir = RunDir(args.run_dir)
     cfg = config_mod.saved_config(run_dir.read_config(), str(run_dir.config))
     summary = run_dir.read_summary() or {}
@@ -65,6 +70,6 @@ def run(args) -> int:
         from kahve.agents.evaluation.report import write_report
         opponents = args.report or ["random", "heuristic", "ismcts:200"]
         report = write_report(path, opponents, games=args.games, workers=args.workers, command=args.command,
-                              show_progress=True)
+                              show_progress=True, levels=args.levels)
         print(f"wrote {report}")
     return 0

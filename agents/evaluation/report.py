@@ -3,7 +3,9 @@
 Full matches under the bot's evaluation settings against each baseline; search opponents (``ismcts``), which
 are slow, play single deals (``episode="deal"``) and a fifth of the games. The report states the strength bar
 of docs/design.md ("Bars a bot report cites") for the game, whether the bot meets it, and the seeds its deals
-come from; a bot that misses the bar says so.
+come from; a bot that misses the bar says so. With ``levels`` (``kahve export --report --levels PAIRS``, or
+:func:`write_levels` over a report already written) it also gives the strength and the time per move of each
+difficulty level of the bot (``BOT:easy``, ``BOT:medium``, ``BOT:hard``) against the heuristic.
 """
 
 from __future__ import annotations
@@ -55,14 +57,14 @@ def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
             "correct_call_rate": right_calls / max(1, calls)}
 
 
-def time_per_move(bot, settings: dict, decisions: int = 400, seed: int = 99) -> dict:
-    """The bot's CPU time per decision (median and 90th percentile, in ms) over the real choices of a few deals
-    played by the heuristic in every seat (``process_time``: one core's time, which other load does not
-    inflate)."""
+def time_per_move(bot, settings: dict, decisions: int = 400, seed: int = 99, game_name: str | None = None) -> dict:
+    """The CPU time per decision of ``bot`` (a bot, or any policy of ``game_name``: median and 90th percentile, in
+    ms) over the real choices of a few deals played by the heuristic in every seat (``process_time``: one core's
+    time, which other load does not inflate)."""
     import time
 
     from ..policies.heuristics import heuristic_for
-    game = envs.game_class(bot.metadata["game"])(**{**settings, "episode": "deal"})
+    game = envs.game_class(game_name or bot.metadata["game"])(**{**settings, "episode": "deal"})
     teacher = heuristic_for(game, seed)
     times: list[float] = []
     deal = 0
@@ -83,9 +85,10 @@ def time_per_move(bot, settings: dict, decisions: int = 400, seed: int = 99) -> 
 
 
 def write_report(bot_path, opponents: list[str], games: int = 200, workers: int = 2, command: str | None = None,
-                 seed: int = 12345, show_progress: bool = False) -> Path:
+                 seed: int = 12345, show_progress: bool = False, levels: int = 0) -> Path:
     """Evaluate the bot against each opponent and write FILE.md (and FILE.eval.json) beside it; with
-    ``show_progress``, a progress bar with its ETA per opponent."""
+    ``show_progress``, a progress bar with its ETA per opponent; with ``levels``, the difficulty levels too, that
+    many mirrored pairs each (:func:`write_levels`)."""
     bot_path = Path(bot_path)
     bot = Bot.load(bot_path)
     meta = bot.metadata
@@ -162,4 +165,59 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     out.write_text("\n".join(lines) + "\n")
     bot_path.with_suffix(".eval.json").write_text(json.dumps({"verdict": verdict, "results": results}, indent=1,
                                                              default=str))
+    if levels:
+        write_levels(bot_path, levels, workers=workers, seed=seed, show_progress=show_progress)
     return out
+
+
+#: the section of a report that :func:`write_levels` writes (and replaces when it writes it again)
+LEVELS_HEADING = "## Difficulty levels"
+#: the opponent every level is measured against, and the decisions its time per move is taken over (``hard``
+#: searches: a few hundred of its moves take a minute or two)
+LEVEL_OPPONENT = "heuristic"
+LEVEL_DECISIONS = 200
+
+
+def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show_progress: bool = False) -> Path:
+    """Measure each difficulty level of the bot (``BOT:easy``, ``BOT:medium``, ``BOT:hard``; docs/search.md) on
+    ``pairs`` mirrored pairs of single deals against the heuristic, and its median CPU time per move, and write
+    them as the report's last section (FILE.md, replacing an earlier one) and under ``levels`` in FILE.eval.json.
+    The deal seeds are derived from ``seed`` + 100 + the level's index, apart from the report's own rows."""
+    from ..policies.levels import EASY_TEMPERATURE, LEVELS, hard_spec
+    from ..policies.specs import make_policy
+    bot_path = Path(bot_path)
+    report, evaluation = bot_path.with_suffix(".md"), bot_path.with_suffix(".eval.json")
+    if not report.exists() or not evaluation.exists():
+        raise FileNotFoundError(f"{bot_path}: no report to add the levels to (write it first: kahve export --report)")
+    meta = Bot.load(bot_path).metadata
+    game = envs.game_class(meta["game"])(**evaluation_settings(meta))
+    settings = {**evaluation_settings(meta), "episode": "deal"}
+    plays = {"easy": f"the network sampled at temperature {EASY_TEMPERATURE:g}", "medium": "the network, greedy",
+             "hard": f"`{hard_spec(game, bot_path.name)}`"}
+    rows, measured = [], {}
+    for k, level in enumerate(LEVELS):
+        spec = f"{bot_path}:{level}"
+        with progress_bar(f"levels: {bot_path.name}:{level} vs {LEVEL_OPPONENT}", show_progress) as update:
+            r = evaluate(meta["game"], spec, LEVEL_OPPONENT, games=2 * pairs, settings=settings, workers=workers,
+                         seed=seed + 100 + k, progress=update)
+        policy = make_policy(spec, game, seed)
+        timing = time_per_move(policy, settings, decisions=LEVEL_DECISIONS, game_name=meta["game"])
+        measured[level] = {"plays": plays[level], "result": r, "time_per_move": timing}
+        lo, hi = r["win_rate_ci95"]
+        plo, phi = r["points_per_deal_ci95"]
+        rows.append(f"| `{level}` | {plays[level]} | {pairs} | {r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | "
+                    f"{r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) | {timing['median_ms']:.2f} | "
+                    f"{timing['p90_ms']:.2f} |")
+    lines = [LEVELS_HEADING, "",
+             f"Each level against `{LEVEL_OPPONENT}`, single deals, mirrored pairs (deal seeds from {seed + 100} + the "
+             "level's row, then the unit index); the time per move is CPU time on one core over "
+             f"{LEVEL_DECISIONS} decisions of deals the heuristic plays (docs/search.md, \"Difficulty levels\").", "",
+             "| level | plays | pairs | win rate (95% CI) | points per deal (95% CI) | median ms / move | 90th pct ms |",
+             "| --- | --- | --- | --- | --- | --- | --- |", *rows, ""]
+    page = report.read_text()
+    page = page.split(LEVELS_HEADING)[0].rstrip("\n") + "\n\n" + "\n".join(lines)
+    report.write_text(page)
+    data = json.loads(evaluation.read_text())
+    data["levels"] = measured
+    evaluation.write_text(json.dumps(data, indent=1, default=str))
+    return report

@@ -21,7 +21,8 @@ spec                             policy
 ``endgame[:K]:SPEC``             SPEC, but the rest of a deal is solved exactly once it is small (the last
                                  hand of Pişti with 2 players, and of Pâsur): K worlds (default 32) from
                                  ``determinize``, each solved with both sides playing perfectly, the best
-                                 mean value played (:mod:`.endgame`)
+                                 mean value played (in Pâsur, of equal ones the move worth most against a
+                                 random opponent; :mod:`.endgame`)
 ``BOT:LEVEL``                    a difficulty level of a bot (:mod:`.levels`): ``easy`` (sampled with a
                                  temperature), ``medium`` (greedy), ``hard`` (the bot inside a search)
 ``LEVEL``                        the level of the game's shipped bot that fits the settings (``hard``)

@@ -1,4 +1,4 @@
-"""Bot reports (kahve export --report): the Ish policy check that a report cites."""
+"""Bot reports (kahve export --report): the Ish policy check that a report cites, the time per move, the levels."""
 
 from __future__ import annotations
 
@@ -29,3 +29,28 @@ def test_a_report_gives_the_bots_time_per_move(tmp_path):
     timing = json.loads(bot.with_suffix(".eval.json").read_text())["results"]["time_per_move"]
     assert timing["moves"] == 400 and 0 < timing["median_ms"] <= timing["p90_ms"] < 1000
     assert f"Time per move: median {timing['median_ms']:.3f} ms" in page
+
+
+def test_the_levels_section_measures_each_level_and_replaces_itself(tmp_path):
+    import json
+    import shutil
+
+    import pytest
+
+    from kahve import checkpoints
+    from kahve.agents.evaluation.report import LEVELS_HEADING, write_levels, write_report
+    bot = tmp_path / "bot.onnx"
+    shutil.copy(checkpoints.find("pishti/ppo_2p"), bot)
+    with pytest.raises(FileNotFoundError, match="no report"):
+        write_levels(bot, 2, workers=1)
+    write_report(bot, ["random"], games=4, workers=1, levels=2)
+    write_levels(bot, 3, workers=1)                  # again, with more pairs: the section is replaced, not added
+    page = bot.with_suffix(".md").read_text()
+    assert page.count(LEVELS_HEADING) == 1 and "| random | full matches |" in page
+    levels = json.loads(bot.with_suffix(".eval.json").read_text())["levels"]
+    assert list(levels) == ["easy", "medium", "hard"]
+    for level, m in levels.items():
+        assert m["result"]["games"] == 6 and m["result"]["b"] == "heuristic"
+        assert m["time_per_move"]["moves"] > 0
+        assert f"| `{level}` | {m['plays']} | 3 | {m['result']['win_rate']:.3f}" in page
+    assert "endgame:64:bot.onnx" in levels["hard"]["plays"]

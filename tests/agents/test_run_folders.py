@@ -157,6 +157,12 @@ def test_export_never_runs_code_from_the_run_folder(ppo_run, tmp_path, capsys, f
         assert rc == 0 and (tmp_path / "bot.onnx").exists(), err
 
 
+def test_export_levels_need_a_report(ppo_run, tmp_path, capsys):
+    rc, out, err = _cli(capsys, "export", str(ppo_run), "-o", str(tmp_path / "bot.onnx"), "--levels", "5")
+    assert rc == 2 and "--levels" in err and "--report" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bot.onnx").exists()          # nothing written before the mistake is told
+
+
 def test_export_from_the_checkpoint_and_in_sb3_format(ppo_run, tmp_path, capsys):
     from kahve.agents import Bot
     from kahve.agents.policies.network import MLP
