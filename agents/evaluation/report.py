@@ -209,9 +209,10 @@ def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show
                     f"{r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) | {timing['median_ms']:.2f} | "
                     f"{timing['p90_ms']:.2f} |")
     lines = [LEVELS_HEADING, "",
-             f"Each level against `{LEVEL_OPPONENT}`, single deals, mirrored pairs (deal seeds from {seed + 100} + the "
-             "level's row, then the unit index); the time per move is CPU time on one core over "
-             f"{LEVEL_DECISIONS} decisions of deals the heuristic plays (docs/search.md, \"Difficulty levels\").", "",
+             f"Each level against `{LEVEL_OPPONENT}`, single deals, mirrored pairs (deal seeds derived from seed "
+             f"{seed + 100} + the level's row (0, 1, 2) and the unit index); the time per move is CPU time on one "
+             f"core over {LEVEL_DECISIONS} decisions of deals the heuristic plays (docs/search.md, \"Difficulty "
+             "levels\").", "",
              "| level | plays | pairs | win rate (95% CI) | points per deal (95% CI) | median ms / move | 90th pct ms |",
              "| --- | --- | --- | --- | --- | --- | --- |", *rows, ""]
     page = report.read_text()
