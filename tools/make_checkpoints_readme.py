@@ -22,11 +22,14 @@ def main() -> None:
                 return "–"
             lo, hi = r["win_rate_ci95"]
             return f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}), n={r['games']}"
+        hard = ev.get("levels", {}).get("hard")
+        hard_cell = "–" if not hard else (f"{hard['result']['points_per_deal']:+.2f} a deal, "
+                                          f"{hard['time_per_move']['median_ms']:.3g} ms a move")
         table = {k: v for k, v in meta["settings"].items() if k in ("players", "partnerships")}
         verdict = {True: "meets", False: "does **not** meet", None: "–"}[ev.get("verdict")]
         rows.append(f"| [{bot_path.parent.name}/{bot_path.name}]({bot_path.parent.name}/{bot_path.stem}.md) | "
                     f"{table or 'default'} | {meta['algorithm']}, {meta['training_steps']:,} steps | "
-                    f"{cell('random')} | {cell('heuristic')} | {verdict} |")
+                    f"{cell('random')} | {cell('heuristic')} | {verdict} | {hard_cell} |")
     text = ["# Shipped bots", "",
             "One ONNX file per bot (observation → action logits; apply the legal-action mask outside the graph) with",
             "its metadata (game, env version, the settings it was trained under, training summary) inside the file",
@@ -43,7 +46,12 @@ def main() -> None:
             "A report's command is the one its run was made with. The shipped PPO configs have since turned on",
             "`async_rollouts` (docs/design.md), which changes which weights collect each rollout: add",
             "`--override async_rollouts=false` to repeat an older PPO run step for step.", "",
-            "| bot | table | training | vs random | vs heuristic | bar |", "| --- | --- | --- | --- | --- | --- |",
+            "The reports of the bots that people play against end with their difficulty levels (`easy`, `medium`,",
+            "`hard`: single deals against the heuristic and each level's time per move, `kahve export --report",
+            "--levels PAIRS`); the last column gives `hard`'s points per deal there and its median CPU time a",
+            "move.", "",
+            "| bot | table | training | vs random | vs heuristic | bar | `hard` vs heuristic |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
             *rows, "", "Regenerate this page with `python tools/make_checkpoints_readme.py` after `kahve export ... --report`.", ""]
     (ROOT / "README.md").write_text("\n".join(text))
 

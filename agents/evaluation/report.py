@@ -213,7 +213,8 @@ def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show
              f"{seed + 100} + the level's row (0, 1, 2) and the unit index); the time per move is CPU time on one "
              f"core over {LEVEL_DECISIONS} decisions of deals the heuristic plays (docs/search.md, \"Difficulty "
              "levels\").", "",
-             "| level | plays | pairs | win rate (95% CI) | points per deal (95% CI) | median ms / move | 90th pct ms |",
+             "| level | plays | pairs | win rate (95% CI) | points per deal (95% CI) | median ms / move "
+             "| 90th pct ms |",
              "| --- | --- | --- | --- | --- | --- | --- |", *rows, ""]
     page = report.read_text()
     page = page.split(LEVELS_HEADING)[0].rstrip("\n") + "\n\n" + "\n".join(lines)
