@@ -190,8 +190,9 @@ def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show
     if not report.exists() or not evaluation.exists():
         raise FileNotFoundError(f"{bot_path}: no report to add the levels to (write it first: kahve export --report)")
     meta = Bot.load(bot_path).metadata
-    game = envs.game_class(meta["game"])(**evaluation_settings(meta))
-    settings = {**evaluation_settings(meta), "episode": "deal"}
+    table = evaluation_settings(meta)
+    game = envs.game_class(meta["game"])(**table)
+    settings = {**table, "episode": "deal"}
     plays = {"easy": f"the network sampled at temperature {EASY_TEMPERATURE:g}", "medium": "the network, greedy",
              "hard": f"`{hard_spec(game, bot_path.name)}`"}
     rows, measured = [], {}

@@ -63,28 +63,16 @@ class EndgamePolicy:
         if len(legal) == 1 or not self.solver.applies(state):
             return self.policy.act(observation, action_mask, state)
         worlds = self.worlds_drawn(state)
-        totals = self.move_totals(state, worlds)
-        best = max(totals.values())
-        top = [a for a in legal if totals[a] >= best - 1e-9]
-        if len(top) > 1 and hasattr(self.solver, "tiebreak_values"):
-            top = self.tiebreak(top, worlds)
+        top = _best(self.move_totals(state, worlds))
+        if len(top) > 1 and hasattr(self.solver, "tiebreak_values"):     # of equal ones, the best against random
+            equal = top
+            top = _best(_summed(worlds, equal, lambda world: self.solver.tiebreak_values(world, equal)))
         if len(top) == 1:
             return top[0]
         if observation is None and self.reads_observation:
             observation = state.observation(state.current_player)
         choice = self.policy.act(observation, action_mask, state)
         return choice if choice in top else top[0]
-
-    def tiebreak(self, top: list[int], worlds: list) -> list[int]:
-        """Of moves equal against perfect play, those worth most against a random opponent, summed over the
-        worlds as the values are (:meth:`.exact.EngineSolver.tiebreak_values`)."""
-        totals = dict.fromkeys(top, 0.0)
-        for world, n in worlds:
-            values = self.solver.tiebreak_values(world, top)
-            for a in top:
-                totals[a] += n * values[a]
-        best = max(totals.values())
-        return [a for a in top if totals[a] >= best - 1e-9]
 
     def worlds_drawn(self, state) -> list:
         """[(world, how often it was drawn)] for K draws from ``determinize``; each distinct world (the hidden
@@ -104,9 +92,21 @@ class EndgamePolicy:
     def move_totals(self, state, worlds: list | None = None) -> dict[int, float]:
         """The summed value of every legal move over the K worlds (:meth:`worlds_drawn`), each distinct world
         solved once and counted as often as it was drawn."""
-        totals = dict.fromkeys(state.legal_actions(), 0.0)
-        for world, n in worlds if worlds is not None else self.worlds_drawn(state):
-            values = self.solver.move_values(world)
-            for a in totals:
-                totals[a] += n * values[a]
-        return totals
+        return _summed(worlds if worlds is not None else self.worlds_drawn(state), state.legal_actions(),
+                       self.solver.move_values)
+
+
+def _summed(worlds: list, moves: list[int], values_of) -> dict[int, float]:
+    """Each of ``moves``' values by ``values_of(world)``, summed over the (world, times drawn) of ``worlds``."""
+    totals = dict.fromkeys(moves, 0.0)
+    for world, n in worlds:
+        values = values_of(world)
+        for a in moves:
+            totals[a] += n * values[a]
+    return totals
+
+
+def _best(totals: dict[int, float]) -> list[int]:
+    """The moves of the highest total, in their order."""
+    best = max(totals.values())
+    return [a for a in totals if totals[a] >= best - 1e-9]

@@ -11,6 +11,16 @@ from __future__ import annotations
 TIE = 1e-6              # deal points are whole numbers: values within this are equal
 
 
+def played(state, action: int):
+    """(a copy of ``state`` after ``action``, the deal's points per seat if that action ended the deal, else None)."""
+    nxt = state.clone()
+    deal = nxt.deals_completed
+    nxt.apply(action)
+    if nxt.current_player is None or nxt.deals_completed != deal:
+        return nxt, nxt.deal_report["deal_points"]
+    return nxt, None
+
+
 class EngineSolver:
     """The exact value of every legal action of the player to act, both sides playing perfectly afterwards."""
 
@@ -41,24 +51,19 @@ class EngineSolver:
         side = self.game.sides[world.current_player]
         values = {}
         for a in moves:
-            nxt = world.clone()
-            deal = nxt.deals_completed
-            nxt.apply(a)
-            if nxt.current_player is None or nxt.deals_completed != deal:
-                values[a] = self.game.relative_points(nxt.deal_report["deal_points"], world.current_player)
+            nxt, points = played(world, a)
+            if points is not None:
+                values[a] = self.game.relative_points(points, world.current_player)
             else:
                 values[a] = solve_lines(self.game, nxt)[1][side] * (1 if side == 0 else -1)
         return values
 
     def _after(self, state, action: int, side: int, alpha: float, beta: float) -> float:
         """The value for ``side`` of ``action`` in ``state``, within the window (alpha, beta) of ``side``."""
-        nxt = state.clone()
-        deal = nxt.deals_completed
-        seat = nxt.current_player
-        nxt.apply(action)
-        if nxt.current_player is None or nxt.deals_completed != deal:
-            return self.game.relative_points(nxt.deal_report["deal_points"], seat) * (
-                1 if self.game.sides[seat] == side else -1)
+        seat = state.current_player
+        nxt, points = played(state, action)
+        if points is not None:
+            return self.game.relative_points(points, seat) * (1 if self.game.sides[seat] == side else -1)
         if self.game.sides[nxt.current_player] == side:
             return self._best(nxt, side, alpha, beta)
         return -self._best(nxt, 1 - side, -beta, -alpha)
@@ -102,11 +107,9 @@ def solve_lines(game, state, nodes: list | None = None) -> tuple[float, list[flo
     sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
     children = {}
     for a in state.legal_actions():
-        nxt = state.clone()
-        deal = nxt.deals_completed
-        nxt.apply(a)
-        if nxt.current_player is None or nxt.deals_completed != deal:
-            v = game.relative_points(nxt.deal_report["deal_points"], game.sides.index(0))
+        nxt, points = played(state, a)
+        if points is not None:
+            v = game.relative_points(points, game.sides.index(0))
             children[a] = (v, [v, v])
         else:
             children[a] = solve_lines(game, nxt, nodes)
