@@ -8,7 +8,7 @@ a timer: the report adds the median (and 90th percentile) milliseconds of A's ``
     python tools/search_strength.py --cell pis_yedili rollout:16,z=1 heuristic --games 200
     python tools/search_strength.py --table docs/search.json          # print the markdown tables again
 
-The diagnosis of docs/search.md ("Why rollout:16 lost at Pis Yedili"): ``--advantage GAME SPEC`` plays SPEC against
+The diagnosis of docs/bot-log.md ("Why rollout:16 lost at Pis Yedili"): ``--advantage GAME SPEC`` plays SPEC against
 the heuristic and, at each of SPEC's moves that differs from the heuristic's, estimates the true advantage of
 SPEC's move over the heuristic's (rollouts by the heuristic from the real hands, the stock reshuffled: the
 value of each move to a player who could see the cards). By the performance-difference lemma their sum per deal
