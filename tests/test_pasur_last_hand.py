@@ -1,5 +1,6 @@
-"""tools/pasur_last_hand.py, the experiment behind docs/bot-log.md's "Pâsur against random" sections: what it collects is
-what the solver says of every legal last-hand move, widening keeps the network's function, and a tiny fit runs."""
+"""tools/pasur_last_hand.py, the experiment behind docs/bot-log.md's "Pâsur against random" sections: what it
+collects is what the solver says of every legal last-hand move, widening keeps the network's function, and a tiny
+fit runs."""
 
 from __future__ import annotations
 
