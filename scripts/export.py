@@ -31,7 +31,7 @@ def run(args) -> int:
     from kahve.agents.training import config as config_mod
     from kahve.agents.training.run_dir import RunDir, load_npz
 
-    if args.levels and args.report is None or args.levels < 0:
+    if args.levels < 0 or (args.levels and args.report is None):
         raise ValueError("--levels PAIRS adds the difficulty levels to the report: give --report too, and PAIRS >= 1")
     run_dir = RunDir(args.run_dir)
     cfg = config_mod.saved_config(run_dir.read_config(), str(run_dir.config))

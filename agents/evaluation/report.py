@@ -103,10 +103,7 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
             r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers, seed=seed + k,
                          progress=update)
         results[opp] = r
-        lo, hi = r["win_rate_ci95"]
-        plo, phi = r["points_per_deal_ci95"]
-        rows.append(f"| {opp} | {note} | {r['games']} | {r['wins']}/{r['draws']}/{r['losses']} | "
-                    f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | {r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) |")
+        rows.append(f"| {opp} | {note} | {r['games']} | {r['wins']}/{r['draws']}/{r['losses']} | {_strength(r)} |")
     defaults = envs.game_class(game).settings_spec.defaults()
 
     def changed(values: dict) -> dict:
@@ -170,6 +167,13 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     return out
 
 
+def _strength(r: dict) -> str:
+    """An evaluation's win rate and points per deal, each with its 95% interval, as two table cells."""
+    lo, hi = r["win_rate_ci95"]
+    plo, phi = r["points_per_deal_ci95"]
+    return f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | {r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f})"
+
+
 #: the section of a report that :func:`write_levels` writes (and replaces when it writes it again)
 LEVELS_HEADING = "## Difficulty levels"
 #: the opponent every level is measured against, and the decisions its time per move is taken over (``hard``
@@ -204,10 +208,7 @@ def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show
         policy = make_policy(spec, game, seed)
         timing = time_per_move(policy, settings, decisions=LEVEL_DECISIONS, game_name=meta["game"])
         measured[level] = {"plays": plays[level], "result": r, "time_per_move": timing}
-        lo, hi = r["win_rate_ci95"]
-        plo, phi = r["points_per_deal_ci95"]
-        rows.append(f"| `{level}` | {plays[level]} | {pairs} | {r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | "
-                    f"{r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f}) | {timing['median_ms']:.2f} | "
+        rows.append(f"| `{level}` | {plays[level]} | {pairs} | {_strength(r)} | {timing['median_ms']:.2f} | "
                     f"{timing['p90_ms']:.2f} |")
     lines = [LEVELS_HEADING, "",
              f"Each level against `{LEVEL_OPPONENT}`, single deals, mirrored pairs (deal seeds derived from seed "
