@@ -214,3 +214,97 @@ def test_relabelling_the_suits_changes_nothing_but_the_card_names():
             a.apply(x), b.apply(int(new_action[x]))
             decisions += 1
     assert decisions > 300 and solved > 10
+
+
+def _decision_observations(game, games: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every decision's observation and legal-action mask over a few random rounds: all six hands, PLAY and
+    SELECT."""
+    from tests.helpers import random_game
+    obs, masks = [], []
+
+    def seen(state):
+        obs.append(state.observation(state.current_player))
+        mask = np.zeros(game.num_actions, bool)
+        mask[state.legal_actions()] = True
+        masks.append(mask)
+    for seed in range(games):
+        random_game(game, seed, on_state=seen)
+    return np.array(obs, np.float32), np.array(masks)
+
+
+def test_the_card_attention_graph_in_a_bot_file_computes_what_its_training_module_does(tmp_path):
+    """The expert's ONNX graph (every card a token, the present ones gathered) gives the torch module's scores on
+    the legal actions of every kind of decision, one row at a time as in a batch, and reads back the same arrays."""
+    from kahve.agents.policies.bot import Bot, export_onnx, expert_from_bot
+    from kahve.agents.training.card_attention import CardAttentionNet
+    from kahve.envs.pasur.rules import OBS_FINAL
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    th.manual_seed(0)
+    net = CardAttentionNet(tool.CARD_LAYOUT, width=16, layers=2, heads=2)
+    obs, masks = _decision_observations(game, 3)
+    obs[:, OBS_FINAL] = 1.0                                 # every row to the expert
+    assert (obs[:, tool.OBS_PLAYED:tool.OBS_PLAYED + 52].sum(1) > 0).any()        # a SELECT decision among them
+    with th.no_grad():
+        want = net(th.tensor(obs)).numpy()
+    _, meta = Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))
+    arrays = net.to_arrays()
+    path = export_onnx(tool.shipped_network(game), tmp_path / "attention.onnx",
+                       {**meta, "expert": {"plays": "the last hand", **arrays.description}}, expert=arrays,
+                       expert_input=OBS_FINAL)
+    bot = Bot.load(path, game=game)
+    batch = bot.batch_logits(obs)
+    assert np.abs(np.where(masks, batch - want, 0)).max() < 1e-4
+    single = np.stack([bot.logits(o) for o in obs[:30]])
+    assert np.abs(np.where(masks[:30], single - want[:30], 0)).max() < 1e-4
+    back = expert_from_bot(path, game.action_feature_size)
+    assert back.layout == tool.CARD_LAYOUT and set(back.arrays) == set(arrays.arrays)
+    assert all(np.array_equal(back.arrays[k], v) for k, v in arrays.arrays.items())
+
+
+def test_a_bot_file_whose_card_attention_expert_lacks_its_arrays_is_refused_in_one_line(tmp_path):
+    from kahve.agents.policies.bot import Bot, BotFileError, export_onnx, expert_from_bot, mlp_from_bot
+    from kahve.agents.training.card_attention import CardAttentionNet
+    from kahve.envs.pasur.rules import OBS_FINAL
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    shipped = tool.checkpoints.find("pasur/ppo")
+    _, meta = Bot.read_metadata(shipped)
+    claims = CardAttentionNet(tool.CARD_LAYOUT, width=16, layers=1, heads=2).to_arrays().description
+    path = export_onnx(tool.shipped_network(game), tmp_path / "liar.onnx", {**meta, "expert": claims},
+                       expert=mlp_from_bot(shipped, game.action_feature_size, expert=True), expert_input=OBS_FINAL)
+    with pytest.raises(BotFileError, match="card-attention expert cannot be read back") as err:
+        expert_from_bot(path, game.action_feature_size)
+    assert "\n" not in str(err.value)
+
+
+def test_a_tiny_card_attention_expert_fit_writes_a_bot_and_goes_on_from_it(tmp_path, capsys):
+    from kahve.agents.policies.bot import Bot, expert_from_bot
+    from kahve.envs.pasur.rules import OBS_FINAL
+    data, path, again = tmp_path / "tree.npz", tmp_path / "attention.onnx", tmp_path / "again.onnx"
+    tool.collect_trees(rounds=12, seed=8, keep=10, out=str(data))
+    tool.fit_expert([str(data)], epochs=1, width=8, depth=1, lr=1e-3, seed=0, out=str(path), arch="attention",
+                    heads=2, tiebreak=True, augment=True)
+    assert capsys.readouterr().out.splitlines()[-2].startswith("epoch 1: a best move in held-out nodes")
+    game = envs.game_class("pasur")(**tool.SETTINGS)
+    bot = Bot.load(path, game=game)
+    meta = Bot.read_metadata(path)[1]
+    assert meta["expert_input"] == OBS_FINAL and meta["expert"]["architecture"] == "card attention"
+    assert (meta["expert"]["width"], meta["expert"]["layers"], meta["expert"]["heads"]) == (8, 1, 2)
+    obs = np.load(data)["obs"].astype(np.float32)[:6]
+    early = obs.copy()
+    early[:, OBS_FINAL] = 0
+    assert np.allclose(bot.batch_logits(early), tool.shipped_network(game).forward(early), atol=1e-4)
+    # --init goes on from it: with no epoch, the expert written is the same one
+    tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(again), arch="attention",
+                    heads=2, init=str(path))
+    assert np.allclose(Bot.load(again).batch_logits(obs), bot.batch_logits(obs), atol=1e-5)
+    assert expert_from_bot(again, game.action_feature_size).width == 8
+    with pytest.raises(ValueError, match="not a card-attention network of --width 16 --depth 1 --heads 2"):
+        tool.fit_expert([str(data)], epochs=0, width=16, depth=1, lr=None, seed=1, out=str(again), arch="attention",
+                        heads=2, init=str(path))
+    with pytest.raises(ValueError, match="not a card-attention network"):       # the shipped expert is an MLP
+        tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(again), arch="attention",
+                        heads=2, init="pasur/ppo")
+    # combine puts it over another main network
+    combined = tmp_path / "combined.onnx"
+    tool.combine("pasur/dqn", str(path), str(combined))
+    assert np.allclose(Bot.load(combined).batch_logits(obs), bot.batch_logits(obs), atol=1e-5)

@@ -30,8 +30,11 @@ itself, without search:
   relabels the suits of every batch at random (:func:`suit_permutation`, a symmetry of the game), so that the
   network cannot learn a position by its card names; ``--main BOT`` writes the expert over another bot's main
   network (a fine-tune's, exported); ``--tiebreak random`` learns, among the best moves, only those worth most
-  against random; ``--init BOT`` starts from that bot's expert. ``combine`` writes an existing expert over another
-  main network without fitting it again (a fine-tuned main network under the shipped bot's expert).
+  against random; ``--init BOT`` starts from that bot's expert. ``--arch attention`` fits a card-attention network
+  instead of the MLP (agents/policies/card_attention.py: a token per card in the hands, the pool and the capture
+  being chosen, self-attention between them; ``CARD_LAYOUT`` below), with a warm-up and clipped gradients.
+  ``combine`` writes an existing expert (either kind) over another main network without fitting it again (a
+  fine-tuned main network under the shipped bot's expert).
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
@@ -40,6 +43,9 @@ itself, without search:
     python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
     python tools/pasur_last_hand.py combine runs/x/final.onnx --expert-from pasur/ppo --out ppo.onnx
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz --tiebreak random --init pasur/ppo --out x.onnx
+    python tools/pasur_last_hand.py tree --rounds 7000 --seed 51 --keep 10 --shallow 6 --out shallow_51.npz
+    python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz shallow_51.npz shallow_52.npz --arch attention
+        --tiebreak random --augment --early-weight 2 --epochs 2 --threads 2 --out attention.onnx   # (one line)
 
 "The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
 both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
@@ -57,7 +63,9 @@ from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, solve_lines
 from kahve.agents.policies.specs import bot_path
 from kahve.agents.training.learner_env import LearnerEnv
 from kahve.agents.training.opponents import OpponentPool
-from kahve.envs.pasur.rules import OBS_MINE, OBS_PICKED, OBS_PLAYED, OBS_POOL, OBS_THEIRS, OBS_UNSEEN
+from kahve.agents.policies.card_attention import CardLayout
+from kahve.envs.pasur.rules import (MOVE_FEATURES, NUM_ACTIONS, NUM_CARDS, OBS_CLUBS, OBS_MINE, OBS_PICKED, OBS_PLAYED,
+                                    OBS_POOL, OBS_REMAINING, OBS_SIZE, OBS_THEIRS, OBS_UNSEEN, PLAY, TAKE)
 
 BOT = "pasur/ppo"
 SETTINGS = {"episode": "deal", "reward": "points"}
@@ -66,6 +74,17 @@ NEG = -1e9                  # the logit of an illegal move
 EARLY_CARDS = 6             # a last-hand node with this many cards in the two hands is an early, hard one
 # where the observation's card-indexed blocks start (0: the own hand), what suit_permutation relabels
 CARD_BLOCKS = (0, OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED)
+# the card-attention expert's view of the observation: a token for every card in the own hand, the pool, the unseen
+# block (in the last hand, the opponent's hand) or the capture being chosen; it scores PLAY(card) and TAKE(card);
+# the context token reads the clubs, surs, points and flags (up to the played card), the remaining sum and both
+# captured piles
+CARD_LAYOUT = CardLayout(cards=NUM_CARDS, ranks=13, zones=(0, OBS_POOL, OBS_UNSEEN, OBS_PLAYED, OBS_PICKED),
+                         rows_at=OBS_SIZE - NUM_ACTIONS * MOVE_FEATURES, row=MOVE_FEATURES, actions=(PLAY, TAKE),
+                         num_actions=NUM_ACTIONS, context=((OBS_CLUBS, OBS_PLAYED), (OBS_REMAINING, OBS_REMAINING + 1),
+                                                           (OBS_MINE, OBS_UNSEEN)))
+# each expert architecture's sizes, learning rate and batch when not given
+ARCH_DEFAULTS = {"mlp": {"width": 512, "depth": 3, "lr": 1e-3, "batch": 512},
+                 "attention": {"width": 64, "depth": 4, "lr": 1e-3, "batch": 256}}
 
 
 def suit_permutation(rng) -> np.ndarray:
@@ -195,12 +214,14 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
             columns[key].append(value)
 
 
-def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float, seed: int, out: str,
-               threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0, augment: bool = False,
-               main: str = BOT, tiebreak: bool = False, init: str | None = None) -> None:
+def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | None, lr: float | None, seed: int,
+               out: str, threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0,
+               augment: bool = False, main: str = BOT, tiebreak: bool = False, init: str | None = None,
+               arch: str = "mlp", heads: int = 4) -> None:
     import torch as th
-    from kahve.agents.policies.bot import Bot, export_onnx
+    from kahve.agents.policies.bot import Bot, expert_from_bot, export_onnx
     from kahve.agents.policies.network import MLP
+    from kahve.agents.training.card_attention import CardAttentionNet
     from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_PHASE
     th.set_num_threads(threads)
     th.manual_seed(seed)
@@ -225,10 +246,22 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
     # in the last hand the unseen cards are the opponent's hand (and the own hand is the block before the pool)
     cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
     weight = th.where(cards_in_hands >= EARLY_CARDS, early_weight, 1.0)
+    attention = arch == "attention"
+    width, depth = width or ARCH_DEFAULTS[arch]["width"], depth or ARCH_DEFAULTS[arch]["depth"]
+    lr = lr or ARCH_DEFAULTS[arch]["lr"]
+    if attention:
+        net = CardAttentionNet(CARD_LAYOUT, width, depth, heads)
+        if init is not None:
+            start = expert_from_bot(bot_path(init), row)
+            if not hasattr(start, "layout") or (start.width, start.layers, start.heads) != (width, depth, heads):
+                raise ValueError(f"--init {init}: its expert is not a card-attention network of --width {width} "
+                                 f"--depth {depth} --heads {heads}")
+            net.load_arrays(start)
+        parameters = list(net.parameters())
     sizes = [game.observation_size] + [width] * depth
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
     rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
-    if init is not None:                 # go on from another bot's expert (its sizes), e.g. the shipped one's
+    if init is not None and not attention:  # go on from another bot's expert (its sizes), e.g. the shipped one's
         start = mlp_from_bot(bot_path(init), row, expert=True)
         if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
             raise ValueError(f"--init {init}: its expert has layers {[w.shape[0] for w in start.weights[:-1]]}, "
@@ -240,6 +273,8 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
             rows.copy_(th.tensor(start.feature_weights))
 
     def logits(xb):
+        if attention:
+            return net(xb)
         h = xb
         for k, layer in enumerate(layers):
             h = layer(h)
@@ -260,9 +295,15 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
 
     train = np.flatnonzero(~held_out)
     print(f"{len(x):,} decision nodes, {held_out.sum():,} held out")
-    batch = 512
-    optimizer = th.optim.Adam(list(layers.parameters()) + [rows], lr=lr)
-    schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, epochs * (len(train) // batch)))
+    batch = ARCH_DEFAULTS[arch]["batch"]
+    steps = max(1, epochs * (len(train) // batch))
+    if attention:       # a transformer wants a warm-up and clipped gradients (without them it diverged at 1e-3)
+        optimizer = th.optim.AdamW(parameters, lr=lr, weight_decay=1e-4)
+        schedule = th.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps, pct_start=0.05)
+    else:
+        parameters = list(layers.parameters()) + [rows]
+        optimizer = th.optim.Adam(parameters, lr=lr)
+        schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     rng = np.random.default_rng(seed)
     if init is not None:
         report(f"{init}'s expert, before")
@@ -287,14 +328,22 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
             loss = (weight[i] * (on_best + regret_weight * expected_regret)).sum() / weight[i].sum()
             optimizer.zero_grad()
             loss.backward()
+            if attention:
+                th.nn.utils.clip_grad_norm_(parameters, 1.0)
             optimizer.step()
             schedule.step()
         report(f"epoch {epoch + 1}")
-    expert = MLP([layer.weight.detach().numpy() for layer in layers], [layer.bias.detach().numpy() for layer in layers],
-                 "relu", feature_offset=offset, feature_weights=rows.detach().numpy())
+    if attention:
+        expert = net.to_arrays()
+        described = expert.description
+    else:
+        expert = MLP([layer.weight.detach().numpy() for layer in layers],
+                     [layer.bias.detach().numpy() for layer in layers], "relu", feature_offset=offset,
+                     feature_weights=rows.detach().numpy())
+        described = {"hidden": [width] * depth, "activation": "relu"}
     _, meta = Bot.read_metadata(main_path)
-    meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", "hidden": [width] * depth,
-                               "activation": "relu", "solved_decisions": int(len(train)), "epochs": epochs}}
+    meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", **described,
+                               "solved_decisions": int(len(train)), "epochs": epochs}}
     export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
     print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
@@ -302,7 +351,7 @@ def fit_expert(files: list[str], epochs: int, width: int, depth: int, lr: float,
 def combine(main: str, expert_from: str, out: str) -> None:
     """Write ``main``'s network (hands 1-5) with the last-hand expert of ``expert_from`` (both bot files or shipped
     bots' names): the metadata is ``main``'s, with the expert's entry of ``expert_from``."""
-    from kahve.agents.policies.bot import Bot, check_fits, export_onnx
+    from kahve.agents.policies.bot import Bot, check_fits, expert_from_bot, export_onnx
     from kahve.envs.pasur.rules import OBS_FINAL
     game = envs.game_class("pasur")(**SETTINGS)
     size = game.action_feature_size
@@ -311,7 +360,7 @@ def combine(main: str, expert_from: str, out: str) -> None:
     _, expert_meta = Bot.read_metadata(expert_path)
     check_fits(meta, game, main_path)                       # Pâsur bots of this env version and spaces
     check_fits(expert_meta, game, expert_path)
-    expert = mlp_from_bot(expert_path, size, expert=True)   # a BotFileError if it has none
+    expert = expert_from_bot(expert_path, size)              # a BotFileError if it has none
     export_onnx(mlp_from_bot(main_path, size), out, {**meta, "expert": expert_meta["expert"]}, expert=expert,
                 expert_input=OBS_FINAL)
     print(f"wrote {out}: {main} in hands 1-5, the expert of {expert_from} in the last hand")
@@ -435,9 +484,12 @@ def main(argv=None) -> None:
     e = sub.add_parser("expert", help="fit a last-hand expert to tree nodes; write the shipped network with it")
     e.add_argument("files", nargs="+", help=".npz files from tree")
     e.add_argument("--epochs", type=int, default=8)
-    e.add_argument("--width", type=int, default=512)
-    e.add_argument("--depth", type=int, default=3)
-    e.add_argument("--lr", type=float, default=1e-3)
+    e.add_argument("--arch", choices=sorted(ARCH_DEFAULTS), default="mlp", help="mlp: a relu MLP over the "
+                   "observation; attention: self-attention over a token per card (agents/policies/card_attention.py)")
+    e.add_argument("--width", type=int, help="units per layer (mlp 512, attention 64)")
+    e.add_argument("--depth", type=int, help="layers (mlp 3, attention 4)")
+    e.add_argument("--heads", type=int, default=4, help="attention heads (attention only)")
+    e.add_argument("--lr", type=float, help="peak learning rate (1e-3)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--threads", type=int, default=1, help="torch threads")
     e.add_argument("--regret-weight", type=float, default=0.0, help="weight of the expected points given away "
@@ -474,7 +526,7 @@ def main(argv=None) -> None:
         try:
             fit_expert(args.files, args.epochs, args.width, args.depth, args.lr, args.seed, args.out, args.threads,
                        args.regret_weight, args.early_weight, args.augment, args.main, args.tiebreak == "random",
-                       args.init)
+                       args.init, args.arch, args.heads)
         except (OSError, ValueError) as err:      # a missing file or bot, old tree files, an expert of other sizes
             parser.exit(2, f"pasur_last_hand expert: {err}\n")
 

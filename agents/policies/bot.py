@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .card_attention import CardAttention
 from .network import MLP, masked_choice
 
 FORMAT = "kahve-bot"
@@ -43,12 +44,14 @@ def bot_metadata(game, algorithm: str, training_steps: int, evaluation: dict | N
             "evaluation": evaluation or {}, **extra}
 
 
-def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | None = None, expert_input: int | None = None) -> Path:
+def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | CardAttention | None = None,
+                expert_input: int | None = None) -> Path:
     """Write ``mlp`` as an ONNX graph with ``metadata`` as JSON in the ``kahve`` metadata property.
 
-    ``expert``: a second network of the same sizes that gives the logits wherever observation input
-    ``expert_input`` (a 0/1 flag) is 1, ``mlp`` giving them elsewhere; still one greedy forward pass, no search
-    (Pâsur's last hand, ``tools/pasur_last_hand.py``). The metadata records the input as ``expert_input``."""
+    ``expert``: a second network (an MLP or a :class:`CardAttention`) of the same sizes that gives the logits
+    wherever observation input ``expert_input`` (a 0/1 flag) is 1, ``mlp`` giving them elsewhere; still one greedy
+    forward pass, no search (Pâsur's last hand, ``tools/pasur_last_hand.py``). The metadata records the input as
+    ``expert_input``."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -63,7 +66,8 @@ def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | None = None, exper
             raise ValueError(f"expert_input {expert_input!r} is not an observation input (0 to {mlp.input_size - 1})")
         metadata = {**metadata, "expert_input": expert_input}
         nodes, inits = _mlp_graph(mlp, "", "main_logits")
-        more_nodes, more_inits = _mlp_graph(expert, "expert_", "expert_logits")
+        more_nodes, more_inits = (expert.graph("expert_", "expert_logits") if isinstance(expert, CardAttention)
+                                  else _mlp_graph(expert, "expert_", "expert_logits"))
         nodes += more_nodes
         inits += more_inits + [numpy_helper.from_array(np.array([expert_input], np.int64), "expert_at"),
                                numpy_helper.from_array(np.array([expert_input + 1], np.int64), "expert_end"),
@@ -179,6 +183,25 @@ def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
                    else "tanh", **features)
     except ValueError as err:
         raise BotFileError(f"{path}: {err}") from None
+
+
+def expert_from_bot(path, feature_size: int = 0) -> MLP | CardAttention:
+    """The expert network of a bot file (:func:`export_onnx`'s ``expert``): an MLP, or a :class:`CardAttention`
+    when the metadata's ``expert`` entry says so. A file without one is a :class:`BotFileError`."""
+    import onnx
+    from onnx import numpy_helper
+    _, meta = Bot.read_metadata(path)
+    description = meta.get("expert") if isinstance(meta.get("expert"), dict) else {}
+    if description.get("architecture") != CardAttention.ARCHITECTURE:
+        return mlp_from_bot(path, feature_size, expert=True)
+    model = onnx.load(str(path))
+    arrays = {i.name[len("expert_"):]: numpy_helper.to_array(i) for i in model.graph.initializer
+              if i.name.startswith("expert_")}
+    try:
+        return CardAttention.from_graph(description, arrays)
+    except (KeyError, TypeError, ValueError) as err:
+        raise BotFileError(f"{path}: its card-attention expert cannot be read back ({type(err).__name__}: {err})") \
+            from None
 
 
 def bot_expert_input(path) -> int | None:
