@@ -301,9 +301,13 @@ def test_a_tiny_card_attention_expert_fit_writes_a_bot_and_goes_on_from_it(tmp_p
     with pytest.raises(ValueError, match="not a card-attention network of --width 16 --depth 1 --heads 2"):
         tool.fit_expert([str(data)], epochs=0, width=16, depth=1, lr=None, seed=1, out=str(again), arch="attention",
                         heads=2, init=str(path))
-    with pytest.raises(ValueError, match="not a card-attention network"):       # the shipped expert is an MLP
+    mlp_expert = tmp_path / "mlp.onnx"                                  # an MLP expert and this one: neither
+    tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(mlp_expert))  # starts the other
+    with pytest.raises(ValueError, match="not a card-attention network"):
         tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(again), arch="attention",
-                        heads=2, init="pasur/ppo")
+                        heads=2, init=str(mlp_expert))
+    with pytest.raises(ValueError, match="its expert is a card-attention network"):
+        tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(again), init=str(path))
     # combine puts it over another main network
     combined = tmp_path / "combined.onnx"
     tool.combine("pasur/dqn", str(path), str(combined))

@@ -262,7 +262,9 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
     rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
     if init is not None and not attention:  # go on from another bot's expert (its sizes), e.g. the shipped one's
-        start = mlp_from_bot(bot_path(init), row, expert=True)
+        start = expert_from_bot(bot_path(init), row)
+        if not isinstance(start, MLP):
+            raise ValueError(f"--init {init}: its expert is a card-attention network (--arch attention)")
         if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
             raise ValueError(f"--init {init}: its expert has layers {[w.shape[0] for w in start.weights[:-1]]}, "
                              f"not --width {width} --depth {depth}")
