@@ -156,15 +156,15 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
     out = tmp_path / "combined.onnx"
     tool.combine("pasur/dqn", "pasur/ppo", str(out))
     dqn = mlp_from_bot(tool.checkpoints.find("pasur/dqn"), game.action_feature_size)
-    expert = mlp_from_bot(tool.checkpoints.find("pasur/ppo"), game.action_feature_size, expert=True)
+    shipped = Bot.load(tool.checkpoints.find("pasur/ppo"), game=game)    # its expert scores the last hand
     env = tool.LearnerEnv("pasur", tool.SETTINGS, tool.OpponentPool([("random", 1.0)]), seed=7)
     obs = np.stack([env.reset()[0] for _ in range(4)]).astype(np.float32)
     early, last = obs.copy(), obs.copy()
     early[:, OBS_FINAL], last[:, OBS_FINAL] = 0, 1
     bot = Bot.load(out, game=game)
     assert np.allclose([bot.logits(o) for o in early], dqn.forward(early), atol=1e-4)
-    assert np.allclose([bot.logits(o) for o in last], expert.forward(last), atol=1e-4)
-    assert not np.allclose(dqn.forward(last), expert.forward(last), atol=1e-2)
+    assert np.allclose([bot.logits(o) for o in last], shipped.batch_logits(last), atol=1e-4)
+    assert not np.allclose(dqn.forward(last), shipped.batch_logits(last), atol=1e-2)
     assert Bot.read_metadata(out)[1]["expert"] == Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))[1]["expert"]
     with pytest.raises(BotFileError, match="has no expert network"):     # the DQN carries no expert to take
         tool.combine("pasur/ppo", "pasur/dqn", str(tmp_path / "none.onnx"))
@@ -262,7 +262,7 @@ def test_the_card_attention_graph_in_a_bot_file_computes_what_its_training_modul
 
 
 def test_a_bot_file_whose_card_attention_expert_lacks_its_arrays_is_refused_in_one_line(tmp_path):
-    from kahve.agents.policies.bot import Bot, BotFileError, export_onnx, expert_from_bot, mlp_from_bot
+    from kahve.agents.policies.bot import Bot, BotFileError, export_onnx, expert_from_bot
     from kahve.agents.training.card_attention import CardAttentionNet
     from kahve.envs.pasur.rules import OBS_FINAL
     game = envs.game_class("pasur")(**tool.SETTINGS)
@@ -270,7 +270,7 @@ def test_a_bot_file_whose_card_attention_expert_lacks_its_arrays_is_refused_in_o
     _, meta = Bot.read_metadata(shipped)
     claims = CardAttentionNet(tool.CARD_LAYOUT, width=16, layers=1, heads=2).to_arrays().description
     path = export_onnx(tool.shipped_network(game), tmp_path / "liar.onnx", {**meta, "expert": claims},
-                       expert=mlp_from_bot(shipped, game.action_feature_size, expert=True), expert_input=OBS_FINAL)
+                       expert=tool.shipped_network(game), expert_input=OBS_FINAL)   # an MLP, not what it claims
     with pytest.raises(BotFileError, match="card-attention expert cannot be read back") as err:
         expert_from_bot(path, game.action_feature_size)
     assert "\n" not in str(err.value)
