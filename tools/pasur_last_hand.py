@@ -220,6 +220,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
                arch: str = "mlp", heads: int = 4) -> None:
     import torch as th
     from kahve.agents.policies.bot import Bot, expert_from_bot, export_onnx
+    from kahve.agents.policies.card_attention import CardAttention
     from kahve.agents.policies.network import MLP
     from kahve.agents.training.card_attention import CardAttentionNet
     from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_PHASE
@@ -251,37 +252,39 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     lr = lr or ARCH_DEFAULTS[arch]["lr"]
     if attention:
         net = CardAttentionNet(CARD_LAYOUT, width, depth, heads)
-        if init is not None:
+        if init is not None:             # go on from another bot's card-attention expert of these sizes
             start = expert_from_bot(bot_path(init), row)
-            if not hasattr(start, "layout") or (start.width, start.layers, start.heads) != (width, depth, heads):
+            sizes = (start.width, start.layers, start.heads) if isinstance(start, CardAttention) else None
+            if sizes != (width, depth, heads):
                 raise ValueError(f"--init {init}: its expert is not a card-attention network of --width {width} "
                                  f"--depth {depth} --heads {heads}")
             net.load_arrays(start)
-        parameters = list(net.parameters())
-    sizes = [game.observation_size] + [width] * depth
-    layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])] + [th.nn.Linear(width, actions)])
-    rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
-    if init is not None and not attention:  # go on from another bot's expert (its sizes), e.g. the shipped one's
-        start = expert_from_bot(bot_path(init), row)
-        if not isinstance(start, MLP):
-            raise ValueError(f"--init {init}: its expert is a card-attention network (--arch attention)")
-        if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
-            raise ValueError(f"--init {init}: its expert has layers {[w.shape[0] for w in start.weights[:-1]]}, "
-                             f"not --width {width} --depth {depth}")
-        with th.no_grad():
-            for layer, w, b in zip(layers, start.weights, start.biases):
-                layer.weight.copy_(th.tensor(w))
-                layer.bias.copy_(th.tensor(b))
-            rows.copy_(th.tensor(start.feature_weights))
+        logits, parameters = net, list(net.parameters())
+    else:
+        sizes = [game.observation_size] + [width] * depth
+        layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
+                                  + [th.nn.Linear(width, actions)])
+        rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
+        if init is not None:             # go on from another bot's expert (its sizes), e.g. the shipped one's
+            start = expert_from_bot(bot_path(init), row)
+            if not isinstance(start, MLP):
+                raise ValueError(f"--init {init}: its expert is a card-attention network (--arch attention)")
+            if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
+                raise ValueError(f"--init {init}: its expert has layers {[w.shape[0] for w in start.weights[:-1]]}, "
+                                 f"not --width {width} --depth {depth}")
+            with th.no_grad():
+                for layer, w, b in zip(layers, start.weights, start.biases):
+                    layer.weight.copy_(th.tensor(w))
+                    layer.bias.copy_(th.tensor(b))
+                rows.copy_(th.tensor(start.feature_weights))
 
-    def logits(xb):
-        if attention:
-            return net(xb)
-        h = xb
-        for k, layer in enumerate(layers):
-            h = layer(h)
-            h = th.relu(h) if k < len(layers) - 1 else h
-        return h + xb[:, offset:].reshape(len(xb), actions, row) @ rows
+        def logits(xb):
+            h = xb
+            for k, layer in enumerate(layers):
+                h = layer(h)
+                h = th.relu(h) if k < len(layers) - 1 else h
+            return h + xb[:, offset:].reshape(len(xb), actions, row) @ rows
+        parameters = list(layers.parameters()) + [rows]
 
     def report(tag: str) -> None:
         with th.no_grad():
@@ -303,7 +306,6 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
         optimizer = th.optim.AdamW(parameters, lr=lr, weight_decay=1e-4)
         schedule = th.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps, pct_start=0.05)
     else:
-        parameters = list(layers.parameters()) + [rows]
         optimizer = th.optim.Adam(parameters, lr=lr)
         schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     rng = np.random.default_rng(seed)

@@ -146,21 +146,27 @@ def _move_layer_graph(mlp: MLP, prefix: str, hidden: str, scores: str, output: s
     return nodes, inits
 
 
-def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
-    """The network inside a bot file written by :func:`export_onnx`, as arrays (to train it further: ``init_from``).
-    ``feature_size``: the game's numbers per action row, if the file has the action-feature head; ``expert``: the
-    file's expert network instead of its main one (:func:`bot_expert_input` says whether it has one). Reading an
-    ONNX file parses protobuf, it runs nothing; a graph not of :func:`export_onnx`'s shape is a
-    :class:`BotFileError`."""
+def _graph_arrays(path, prefix: str) -> tuple[object, dict]:
+    """A bot file's ONNX model and its initializers whose names start with ``prefix``, by name without it (parsing
+    protobuf runs nothing; an unreadable file is a :class:`BotFileError`)."""
     import onnx
     from onnx import numpy_helper
     try:
         model = onnx.load(str(path))
     except Exception as err:  # onnx raises protobuf's decode errors
         raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    return model, {i.name[len(prefix):]: numpy_helper.to_array(i) for i in model.graph.initializer
+                   if i.name.startswith(prefix)}
+
+
+def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
+    """The network inside a bot file written by :func:`export_onnx`, as arrays (to train it further: ``init_from``).
+    ``feature_size``: the game's numbers per action row, if the file has the action-feature head; ``expert``: the
+    file's expert network instead of its main one (:func:`bot_expert_input` says whether it has one). Reading an
+    ONNX file parses protobuf, it runs nothing; a graph not of :func:`export_onnx`'s shape is a
+    :class:`BotFileError`."""
     prefix = "expert_" if expert else ""
-    arrays = {i.name[len(prefix):]: numpy_helper.to_array(i) for i in model.graph.initializer
-              if i.name.startswith(prefix)}
+    model, arrays = _graph_arrays(path, prefix)
     n = sum(1 for k in arrays if k[:1] == "w" and k[1:].isdigit())
     hidden = {f"{prefix}h{k}" for k in range(n)}
     if n == 0 and expert:
@@ -188,15 +194,11 @@ def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
 def expert_from_bot(path, feature_size: int = 0) -> MLP | CardAttention:
     """The expert network of a bot file (:func:`export_onnx`'s ``expert``): an MLP, or a :class:`CardAttention`
     when the metadata's ``expert`` entry says so. A file without one is a :class:`BotFileError`."""
-    import onnx
-    from onnx import numpy_helper
     _, meta = Bot.read_metadata(path)
     description = meta.get("expert") if isinstance(meta.get("expert"), dict) else {}
     if description.get("architecture") != CardAttention.ARCHITECTURE:
         return mlp_from_bot(path, feature_size, expert=True)
-    model = onnx.load(str(path))
-    arrays = {i.name[len("expert_"):]: numpy_helper.to_array(i) for i in model.graph.initializer
-              if i.name.startswith("expert_")}
+    _, arrays = _graph_arrays(path, "expert_")
     try:
         return CardAttention.from_graph(description, arrays)
     except (KeyError, TypeError, ValueError) as err:
