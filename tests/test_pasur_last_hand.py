@@ -110,6 +110,22 @@ def test_tree_values_against_random_break_ties_among_the_best_moves_only():
     assert checked > 50 and narrowed > 0                                  # the tie-break did choose somewhere
 
 
+def test_held_out_rounds_cover_both_seats_roots(tmp_path):
+    """The learner's seat alternates from round to round: the held-out rounds hold the roots of both seats (the
+    leader's with 8 cards in the two hands, the other's with 7), a tenth of the rounds."""
+    from kahve.envs.pasur.rules import OBS_POOL, OBS_UNSEEN, NUM_CARDS
+    rounds = np.arange(1000)
+    held = tool.held_out_rounds(rounds)
+    assert held.sum() == 100 and held[rounds % 2 == 0].sum() == held[rounds % 2 == 1].sum() == 50
+    data = tmp_path / "tree.npz"
+    tool.collect_trees(rounds=4, seed=6, keep=0, out=str(data))
+    tree = np.load(data)
+    roots = tree["root"] & tool.held_out_rounds(tree["round"])
+    obs = tree["obs"][roots].astype(np.float32)
+    cards = obs[:, :OBS_POOL].sum(1) + obs[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
+    assert sorted(cards) == [7, 8]
+
+
 def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_hand(tmp_path, capsys):
     from kahve.agents.policies.bot import Bot, bot_expert_input, mlp_from_bot
     from kahve.envs.pasur.rules import OBS_FINAL
@@ -133,6 +149,7 @@ def test_a_tiny_expert_fit_writes_a_bot_that_plays_the_expert_only_in_the_last_h
     tool.fit_expert([str(data)], epochs=0, width=16, depth=1, lr=1e-3, seed=1, out=str(again), init=str(bot_path))
     assert np.allclose(mlp_from_bot(again, game.action_feature_size, expert=True).forward(obs), expert.forward(obs),
                        atol=1e-5)
+    assert Bot.read_metadata(again)[1]["expert"]["epochs"] == 1        # the start's epoch counts, not only this fit's
     with pytest.raises(ValueError, match="--init .* not --width 32 --depth 1"):
         tool.fit_expert([str(data)], epochs=0, width=32, depth=1, lr=1e-3, seed=1, out=str(again), init=str(bot_path))
     old = tmp_path / "old.npz"                                        # a tree file from before the tie-break

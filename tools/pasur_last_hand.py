@@ -214,6 +214,13 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
             columns[key].append(value)
 
 
+def held_out_rounds(rounds: np.ndarray) -> np.ndarray:
+    """The rounds of tree files kept out of training: one pair of consecutive rounds in ten. The learner's seat
+    alternates from round to round (LearnerEnv), and its last-hand root is the hard one when it leads (four cards
+    against four): holding out every tenth round alone held out only the other seat's roots."""
+    return (rounds // 2) % 10 == 0
+
+
 def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | None, lr: float | None, seed: int,
                out: str, threads: int = 1, regret_weight: float = 0.0, early_weight: float = 1.0,
                augment: bool = False, main: str = BOT, tiebreak: bool = False, init: str | None = None,
@@ -238,7 +245,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     x, mask = th.tensor(get("obs").astype(np.float32)), th.tensor(get("mask"))
     values = th.tensor(np.nan_to_num(get("values"), nan=NEG))
     rounds = np.concatenate([d["round"] + k * 10**7 for k, d in enumerate(data)])
-    held_out, root = (rounds % 10) == 0, get("root")
+    held_out, root = held_out_rounds(rounds), get("root")
     best_value = values.max(1, keepdim=True).values
     # the moves to learn: the best against perfect play, with --tiebreak random only the one(s) of them worth most
     # against a random opponent (solve_tree); regret is always the points given away against perfect play
@@ -346,8 +353,10 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
                      feature_weights=rows.detach().numpy())
         described = {"hidden": [width] * depth, "activation": "relu"}
     _, meta = Bot.read_metadata(main_path)
+    # with --init the expert's epochs go on from the start's (the count of every fit behind it, not the last one's)
+    earlier = Bot.read_metadata(bot_path(init))[1].get("expert", {}).get("epochs", 0) if init is not None else 0
     meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", **described,
-                               "solved_decisions": int(len(train)), "epochs": epochs}}
+                               "solved_decisions": int(len(train)), "epochs": earlier + epochs}}
     export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
     print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
