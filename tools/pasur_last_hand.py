@@ -257,10 +257,12 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     attention = arch == "attention"
     width, depth = width or ARCH_DEFAULTS[arch]["width"], depth or ARCH_DEFAULTS[arch]["depth"]
     lr = lr or ARCH_DEFAULTS[arch]["lr"]
+    # --init: the expert to go on from, and the epochs behind it (the metadata counts every fit, not the last one)
+    start = expert_from_bot(bot_path(init), row) if init is not None else None
+    earlier = Bot.read_metadata(bot_path(init))[1].get("expert", {}).get("epochs", 0) if init is not None else 0
     if attention:
         net = CardAttentionNet(CARD_LAYOUT, width, depth, heads)
-        if init is not None:             # go on from another bot's card-attention expert of these sizes
-            start = expert_from_bot(bot_path(init), row)
+        if start is not None:            # go on from another bot's card-attention expert of these sizes
             sizes = (start.width, start.layers, start.heads) if isinstance(start, CardAttention) else None
             if sizes != (width, depth, heads):
                 raise ValueError(f"--init {init}: its expert is not a card-attention network of --width {width} "
@@ -272,8 +274,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
         layers = th.nn.ModuleList([th.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
                                   + [th.nn.Linear(width, actions)])
         rows = th.nn.Parameter(th.tensor(main_net.feature_weights))
-        if init is not None:             # go on from another bot's expert (its sizes), e.g. the shipped one's
-            start = expert_from_bot(bot_path(init), row)
+        if start is not None:            # go on from another bot's expert (its sizes), e.g. the shipped one's
             if not isinstance(start, MLP):
                 raise ValueError(f"--init {init}: its expert is a card-attention network (--arch attention)")
             if [w.shape for w in start.weights] != [tuple(layer.weight.shape) for layer in layers]:
@@ -353,8 +354,6 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
                      feature_weights=rows.detach().numpy())
         described = {"hidden": [width] * depth, "activation": "relu"}
     _, meta = Bot.read_metadata(main_path)
-    # with --init the expert's epochs go on from the start's (the count of every fit behind it, not the last one's)
-    earlier = Bot.read_metadata(bot_path(init))[1].get("expert", {}).get("epochs", 0) if init is not None else 0
     meta = {**meta, "expert": {"plays": "the last hand (the final-hand flag)", **described,
                                "solved_decisions": int(len(train)), "epochs": earlier + epochs}}
     export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
