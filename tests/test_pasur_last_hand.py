@@ -110,6 +110,53 @@ def test_tree_values_against_random_break_ties_among_the_best_moves_only():
     assert checked > 50 and narrowed > 0                                  # the tie-break did choose somewhere
 
 
+def test_the_bots_own_decisions_carry_both_values_of_every_legal_move(tmp_path):
+    from kahve.agents.policies.endgame.exact import PasurLastHand
+    from kahve.envs.pasur.rules import OBS_FINAL
+    from kahve.agents.training.learner_env import LearnerEnv
+    from kahve.agents.training.opponents import OpponentPool
+    out = tmp_path / "decisions.npz"
+    tool.collect_decisions(rounds=3, seed=5, out=str(out))
+    data = np.load(out)
+    assert len(data["obs"]) >= 3 and set(data["round"].tolist()) == {0, 1, 2}
+    assert (data["obs"][:, OBS_FINAL] == 1).all() and (data["mask"].sum(1) > 1).all()
+    for key in ("values", "vs_random"):
+        assert (np.isfinite(data[key]) == data["mask"]).all()
+    # the values against perfect play are the engine's alpha-beta solver's, at a last-hand state of a random game
+    env = LearnerEnv("pasur", tool.SETTINGS, OpponentPool([("random", 1.0)]), seed=6)
+    env.reset()
+    while env.state.stock:
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    perfect, _ = tool.line_values(env.game, env.state)
+    solved = PasurLastHand(env.game).move_values(env.state)
+    assert sorted(solved) == np.flatnonzero(np.isfinite(perfect)).tolist()
+    assert all(perfect[a] == value for a, value in solved.items())      # each root move solved in a full window
+
+
+def test_tiebreak_regret_is_measured_from_the_best_moves_line():
+    nan = np.nan
+    values = np.array([[3, 3, 1, nan]] * 3, np.float32)                  # moves 0 and 1 best against perfect play
+    vs_random = np.array([[2, 5, 9, nan]] * 3, np.float32)               # of them, 1 is worth most against random
+    regret = tool.tiebreak_regret(values, vs_random, np.array([0, 1, 2]))
+    # move 2 loses against perfect play but makes more against random than the line: a negative regret
+    assert regret.tolist() == [3.0, 0.0, -4.0]
+
+
+def test_regret_scores_bots_on_the_same_decisions_and_refuses_a_missing_bot_in_one_line(tmp_path, capsys):
+    out = tmp_path / "decisions.npz"
+    tool.collect_decisions(rounds=2, seed=7, out=str(out))
+    capsys.readouterr()
+    tool.main(["regret", str(out), "--bots", "pasur/ppo"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("from 2 rounds") and lines[1].startswith("pasur/ppo: ")
+    assert "by cards in the two hands 8: " in lines[1]
+    with pytest.raises(SystemExit) as exit_:
+        tool.main(["regret", str(out), "--bots", str(tmp_path / "nothing.onnx")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing.onnx" in err[0]
+
+
 def test_held_out_rounds_cover_both_seats_roots(tmp_path):
     """The learner's seat alternates from round to round: the held-out rounds hold the roots of both seats (the
     leader's with 8 cards in the two hands, the other's with 7), a tenth of the rounds."""

@@ -35,6 +35,10 @@ itself, without search:
   being chosen, self-attention between them; ``CARD_LAYOUT`` below), with a warm-up and clipped gradients.
   ``combine`` writes an existing expert (either kind) over another main network without fitting it again (a
   fine-tuned main network under the shipped bot's expert).
+* ``decisions``: the bot's own last-hand decisions with a choice as it plays single rounds against random, each with
+  every legal move's value against perfect play and against random on the tie-break's line (:func:`line_values`);
+  ``regret`` scores bots on them, paired: the points a round their moves give away to that line, by the cards left
+  in the two hands (docs/bot-log.md, "Where the search's points are in hands 1-5, and where the expert's go").
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
@@ -46,6 +50,8 @@ itself, without search:
     python tools/pasur_last_hand.py tree --rounds 7000 --seed 51 --keep 10 --shallow 6 --out shallow_51.npz
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz shallow_51.npz shallow_52.npz --arch attention
         --tiebreak random --augment --early-weight 2 --epochs 2 --threads 2 --out attention.onnx   # (one line)
+    python tools/pasur_last_hand.py decisions --rounds 2500 --seed 911 --out dec_911.npz   # about 5 min
+    python tools/pasur_last_hand.py regret dec_911.npz dec_912.npz --bots pasur/ppo other.onnx
 
 "The shipped network" is the main network of the shipped bot file (since it carries the expert, that of hands 1-5:
 both play the same there, and ``collect`` measures the main network's own last hand, as before the expert).
@@ -59,7 +65,7 @@ import numpy as np
 
 from kahve import checkpoints, envs
 from kahve.agents.policies.bot import mlp_from_bot
-from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, solve_lines
+from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, played, solve_lines
 from kahve.agents.policies.specs import bot_path
 from kahve.agents.training.learner_env import LearnerEnv
 from kahve.agents.training.opponents import OpponentPool
@@ -212,6 +218,80 @@ def play_and_solve(env, game, mlp, rng, keep: int, shallow: int, r: int, columns
         for key, value in (("obs", state.observation(seat).astype(np.float16)), ("mask", mask), ("values", row),
                            ("vs_random", tie_break), ("root", i == len(nodes) - 1), ("round", r)):
             columns[key].append(value)
+
+
+def line_values(game, state) -> tuple[np.ndarray, np.ndarray]:
+    """Every legal move's value for the player to act in a last-hand ``state`` ([num_actions], NaN where not legal):
+    against perfect play, and against random when the player keeps to the tie-break's line afterwards (its best moves
+    against perfect play and, among them, the one worth most against random: :func:`solve_lines`)."""
+    seat = state.current_player
+    side = game.sides[seat]
+    sign = 1 if side == 0 else -1
+    perfect = np.full(game.num_actions, np.nan, np.float32)
+    vs_random = perfect.copy()
+    for action in state.legal_actions():
+        nxt, points = played(state, action)
+        if points is not None:
+            perfect[action] = vs_random[action] = game.relative_points(points, seat)
+        else:
+            value, lines = solve_lines(game, nxt)
+            perfect[action], vs_random[action] = sign * value, sign * lines[side]
+    return perfect, vs_random
+
+
+def collect_decisions(rounds: int, seed: int, out: str, bot: str = BOT) -> None:
+    """The bot's own last-hand decisions with a choice, playing single rounds against random, each with every legal
+    move's values (:func:`line_values`): what :func:`regret` scores bots on."""
+    from kahve.agents.policies.bot import Bot
+    from kahve.agents.progress import progress_bar
+    env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0)]), seed=seed)
+    game, player = env.game, Bot.load(bot_path(bot), env.game)
+    columns = {"obs": [], "mask": [], "values": [], "vs_random": [], "round": []}
+    with progress_bar("solving the bot's last-hand decisions") as update:
+        for r in range(rounds):
+            update(r, rounds)
+            obs, _ = env.reset()
+            done = False
+            while not done:
+                mask = env.action_masks()
+                if mask.sum() > 1 and PasurLastHand.applies(env.state):
+                    perfect, vs_random = line_values(game, env.state)
+                    for key, value in (("obs", obs.astype(np.float16)), ("mask", mask), ("values", perfect),
+                                       ("vs_random", vs_random), ("round", r)):
+                        columns[key].append(value)
+                obs, _, term, trunc, _ = env.step(player.act(obs, mask))
+                done = term or trunc
+    np.savez_compressed(out, **{k: np.array(v) for k, v in columns.items()})
+    print(f"{out}: {len(columns['obs']):,} last-hand decisions from {rounds:,} rounds")
+
+
+def tiebreak_regret(values: np.ndarray, vs_random: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """Per decision, the points against random that ``moves`` give away to the tie-break's line: the best value
+    against random among the moves best against perfect play, less the chosen move's."""
+    filled = np.nan_to_num(values, nan=-np.inf)
+    best = filled >= filled.max(1, keepdims=True) - TIE
+    ideal = np.where(best, np.nan_to_num(vs_random, nan=-np.inf), -np.inf).max(1)
+    return ideal - vs_random[np.arange(len(moves)), moves]
+
+
+def regret(files: list[str], bots: list[str]) -> None:
+    """Each bot's points a round given away to the tie-break's line on the decisions of :func:`collect_decisions`
+    (paired: every bot meets the same decisions), by the cards left in the two hands."""
+    from kahve.agents.policies.bot import Bot
+    data = [np.load(f) for f in files]
+    get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
+    obs, mask, values, vs_random = get("obs").astype(np.float32), get("mask"), get("values"), get("vs_random")
+    rounds = sum(len(np.unique(d["round"])) for d in data)
+    cards = obs[:, :OBS_POOL].sum(1) + obs[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
+    game = envs.game_class("pasur")(**SETTINGS)
+    print(f"{len(obs):,} decisions from {rounds:,} rounds")
+    for name in bots:
+        player = Bot.load(bot_path(name), game)
+        scores = np.concatenate([player.batch_logits(obs[i:i + 4096]) for i in range(0, len(obs), 4096)])
+        lost = tiebreak_regret(values, vs_random, np.where(mask, scores, -np.inf).argmax(1))
+        by_cards = ", ".join(f"{c}: {lost[cards == c].sum() / rounds:.3f}" for c in range(8, 1, -1))
+        print(f"{name}: {lost.sum() / rounds:.3f} a round (standard error {lost.std() * np.sqrt(len(lost)) / rounds:.3f}),"
+              f" a move off the line in {np.mean(lost > TIE):.1%}; by cards in the two hands {by_cards}")
 
 
 def held_out_rounds(rounds: np.ndarray) -> np.ndarray:
@@ -518,6 +598,14 @@ def main(argv=None) -> None:
     e.add_argument("--main", default=BOT, help="the bot whose main network plays hands 1-5 in the file written "
                    f"(a bot file or a shipped bot's name; default {BOT})")
     e.add_argument("--out", required=True, help="the bot file (.onnx) to write")
+    d = sub.add_parser("decisions", help="the bot's own last-hand decisions against random, every move valued")
+    d.add_argument("--rounds", type=int, default=2500)
+    d.add_argument("--seed", type=int, default=911)
+    d.add_argument("--bot", default=BOT, help=f"the bot that plays (default {BOT})")
+    d.add_argument("--out", required=True, help="the .npz file to write")
+    g = sub.add_parser("regret", help="bots' points a round given away to the tie-break's line on those decisions")
+    g.add_argument("files", nargs="+", help=".npz files from decisions")
+    g.add_argument("--bots", nargs="+", default=[BOT], help="bot files or shipped bots' names")
     m = sub.add_parser("combine", help="write a bot's main network with another bot's last-hand expert")
     m.add_argument("main", help="the bot whose main network plays hands 1-5 (a bot file or a shipped bot's name)")
     m.add_argument("--expert-from", default=BOT, help=f"the bot whose expert plays the last hand (default {BOT})")
@@ -532,6 +620,13 @@ def main(argv=None) -> None:
             combine(args.main, args.expert_from, args.out)
         except (OSError, ValueError) as err:      # a bot that is not there, or does not fit (BotFileError): one line
             parser.exit(2, f"pasur_last_hand combine: {err}\n")
+    elif args.command == "decisions":
+        collect_decisions(args.rounds, args.seed, args.out, args.bot)
+    elif args.command == "regret":
+        try:
+            regret(args.files, args.bots)
+        except (OSError, ValueError) as err:      # a missing file or bot, or a bot for another game: one line
+            parser.exit(2, f"pasur_last_hand regret: {err}\n")
     elif args.command == "tree":
         collect_trees(args.rounds, args.seed, args.keep, args.out, args.shallow)
     else:
