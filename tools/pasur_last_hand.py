@@ -290,8 +290,9 @@ def regret(files: list[str], bots: list[str]) -> None:
         scores = np.concatenate([player.batch_logits(obs[i:i + 4096]) for i in range(0, len(obs), 4096)])
         lost = tiebreak_regret(values, vs_random, np.where(mask, scores, -np.inf).argmax(1))
         by_cards = ", ".join(f"{c}: {lost[cards == c].sum() / rounds:.3f}" for c in range(8, 1, -1))
-        print(f"{name}: {lost.sum() / rounds:.3f} a round (standard error {lost.std() * np.sqrt(len(lost)) / rounds:.3f}),"
-              f" a move off the line in {np.mean(lost > TIE):.1%}; by cards in the two hands {by_cards}")
+        error = lost.std() * np.sqrt(len(lost)) / rounds
+        print(f"{name}: {lost.sum() / rounds:.3f} a round (standard error {error:.3f}), a move off the line in "
+              f"{np.mean(lost > TIE):.1%}; by cards in the two hands {by_cards}")
 
 
 def held_out_rounds(rounds: np.ndarray) -> np.ndarray:
