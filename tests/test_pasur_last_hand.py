@@ -119,6 +119,7 @@ def test_the_bots_own_decisions_carry_both_values_of_every_legal_move(tmp_path):
     tool.collect_decisions(rounds=3, seed=5, out=str(out))
     data = np.load(out)
     assert len(data["obs"]) >= 3 and set(data["round"].tolist()) == {0, 1, 2}
+    assert data["root"].sum() == 3 and data["root"][0]          # one first decision a round (it comes first)
     assert (data["obs"][:, OBS_FINAL] == 1).all() and (data["mask"].sum(1) > 1).all()
     for key in ("values", "vs_random"):
         assert (np.isfinite(data[key]) == data["mask"]).all()
@@ -155,6 +156,12 @@ def test_regret_scores_bots_on_the_same_decisions_and_refuses_a_missing_bot_in_o
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nothing.onnx" in err[0]
+    other = tmp_path / "other.npz"
+    np.savez(other, obs=np.zeros((1, 3)))
+    with pytest.raises(SystemExit):
+        tool.main(["regret", str(other)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a file of `decisions`" in err[0]
 
 
 def test_held_out_rounds_cover_both_seats_roots(tmp_path):

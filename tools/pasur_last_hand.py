@@ -241,24 +241,26 @@ def line_values(game, state) -> tuple[np.ndarray, np.ndarray]:
 
 def collect_decisions(rounds: int, seed: int, out: str, bot: str = BOT) -> None:
     """The bot's own last-hand decisions with a choice, playing single rounds against random, each with every legal
-    move's values (:func:`line_values`): what :func:`regret` scores bots on."""
+    move's values (:func:`line_values`) and whether it is the bot's first of the round (``root``): what
+    :func:`regret` scores bots on, and examples ``expert`` can fit to (the keys of a tree file)."""
     from kahve.agents.policies.bot import Bot
     from kahve.agents.progress import progress_bar
     env = LearnerEnv("pasur", SETTINGS, OpponentPool([("random", 1.0)]), seed=seed)
     game, player = env.game, Bot.load(bot_path(bot), env.game)
-    columns = {"obs": [], "mask": [], "values": [], "vs_random": [], "round": []}
+    columns = {"obs": [], "mask": [], "values": [], "vs_random": [], "root": [], "round": []}
     with progress_bar("solving the bot's last-hand decisions") as update:
         for r in range(rounds):
             update(r, rounds)
             obs, _ = env.reset()
-            done = False
+            done, first = False, True
             while not done:
                 mask = env.action_masks()
                 if mask.sum() > 1 and PasurLastHand.applies(env.state):
                     perfect, vs_random = line_values(game, env.state)
                     for key, value in (("obs", obs.astype(np.float16)), ("mask", mask), ("values", perfect),
-                                       ("vs_random", vs_random), ("round", r)):
+                                       ("vs_random", vs_random), ("root", first), ("round", r)):
                         columns[key].append(value)
+                    first = False
                 obs, _, term, trunc, _ = env.step(player.act(obs, mask))
                 done = term or trunc
     np.savez_compressed(out, **{k: np.array(v) for k, v in columns.items()})
@@ -279,6 +281,10 @@ def regret(files: list[str], bots: list[str]) -> None:
     (paired: every bot meets the same decisions), by the cards left in the two hands."""
     from kahve.agents.policies.bot import Bot
     data = [np.load(f) for f in files]
+    for f, d in zip(files, data):
+        missing = [k for k in ("obs", "mask", "values", "vs_random", "round") if k not in d]
+        if missing:
+            raise ValueError(f"{f} is not a file of `decisions` (it has no {', '.join(missing)})")
     get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
     obs, mask, values, vs_random = get("obs").astype(np.float32), get("mask"), get("values"), get("vs_random")
     rounds = sum(len(np.unique(d["round"])) for d in data)
