@@ -270,9 +270,7 @@ def collect_decisions(rounds: int, seed: int, out: str, bot: str = BOT) -> None:
 def tiebreak_regret(values: np.ndarray, vs_random: np.ndarray, moves: np.ndarray) -> np.ndarray:
     """Per decision, the points against random that ``moves`` give away to the tie-break's line: the best value
     against random among the moves best against perfect play, less the chosen move's."""
-    filled = np.nan_to_num(values, nan=-np.inf)
-    best = filled >= filled.max(1, keepdims=True) - TIE
-    ideal = np.where(best, np.nan_to_num(vs_random, nan=-np.inf), -np.inf).max(1)
+    ideal = np.where(best_moves(values), np.nan_to_num(vs_random, nan=-np.inf), -np.inf).max(1)
     return ideal - vs_random[np.arange(len(moves)), moves]
 
 
