@@ -65,7 +65,7 @@ import numpy as np
 
 from kahve import checkpoints, envs
 from kahve.agents.policies.bot import mlp_from_bot
-from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, played, solve_lines
+from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, move_lines, solve_lines
 from kahve.agents.policies.specs import bot_path
 from kahve.agents.training.learner_env import LearnerEnv
 from kahve.agents.training.opponents import OpponentPool
@@ -224,18 +224,12 @@ def line_values(game, state) -> tuple[np.ndarray, np.ndarray]:
     """Every legal move's value for the player to act in a last-hand ``state`` ([num_actions], NaN where not legal):
     against perfect play, and against random when the player keeps to the tie-break's line afterwards (its best moves
     against perfect play and, among them, the one worth most against random: :func:`solve_lines`)."""
-    seat = state.current_player
-    side = game.sides[seat]
-    sign = 1 if side == 0 else -1
+    side = game.sides[state.current_player]
+    sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
     perfect = np.full(game.num_actions, np.nan, np.float32)
     vs_random = perfect.copy()
-    for action in state.legal_actions():
-        nxt, points = played(state, action)
-        if points is not None:
-            perfect[action] = vs_random[action] = game.relative_points(points, seat)
-        else:
-            value, lines = solve_lines(game, nxt)
-            perfect[action], vs_random[action] = sign * value, sign * lines[side]
+    for action, (value, lines) in move_lines(game, state).items():
+        perfect[action], vs_random[action] = sign * value, sign * lines[side]
     return perfect, vs_random
 
 
@@ -286,7 +280,7 @@ def regret(files: list[str], bots: list[str]) -> None:
     get = lambda key: np.concatenate([d[key] for d in data])   # noqa: E731
     obs, mask, values, vs_random = get("obs").astype(np.float32), get("mask"), get("values"), get("vs_random")
     rounds = sum(len(np.unique(d["round"])) for d in data)
-    cards = obs[:, :OBS_POOL].sum(1) + obs[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
+    cards = cards_in_hands(obs)
     game = envs.game_class("pasur")(**SETTINGS)
     print(f"{len(obs):,} decisions from {rounds:,} rounds")
     for name in bots:
@@ -297,6 +291,12 @@ def regret(files: list[str], bots: list[str]) -> None:
         error = lost.std() * np.sqrt(len(lost)) / rounds
         print(f"{name}: {lost.sum() / rounds:.3f} a round (standard error {error:.3f}), a move off the line in "
               f"{np.mean(lost > TIE):.1%}; by cards in the two hands {by_cards}")
+
+
+def cards_in_hands(obs):
+    """Per last-hand observation row (numpy or torch), the cards in the two hands: the own hand, and the unseen
+    block, which in the last hand is the opponent's hand."""
+    return obs[:, :OBS_POOL].sum(1) + obs[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
 
 
 def held_out_rounds(rounds: np.ndarray) -> np.ndarray:
@@ -336,9 +336,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     # against a random opponent (solve_tree); regret is always the points given away against perfect play
     best = th.tensor(best_moves(get("values"), get("vs_random") if tiebreak else None)) & mask
     regret = (best_value - values).masked_fill(~mask, 0.0)
-    # in the last hand the unseen cards are the opponent's hand (and the own hand is the block before the pool)
-    cards_in_hands = x[:, :OBS_POOL].sum(1) + x[:, OBS_UNSEEN:OBS_UNSEEN + NUM_CARDS].sum(1)
-    weight = th.where(cards_in_hands >= EARLY_CARDS, early_weight, 1.0)
+    weight = th.where(cards_in_hands(x) >= EARLY_CARDS, early_weight, 1.0)
     attention = arch == "attention"
     width, depth = width or ARCH_DEFAULTS[arch]["width"], depth or ARCH_DEFAULTS[arch]["depth"]
     lr = lr or ARCH_DEFAULTS[arch]["lr"]

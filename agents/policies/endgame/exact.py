@@ -49,14 +49,8 @@ class EngineSolver:
         against a perfect opponent and gives a fallible one more ways to go wrong is worth more (docs/search.md,
         "Pâsur's last hand: among equal moves")."""
         side = self.game.sides[world.current_player]
-        values = {}
-        for a in moves:
-            nxt, points = played(world, a)
-            if points is not None:
-                values[a] = self.game.relative_points(points, world.current_player)
-            else:
-                values[a] = solve_lines(self.game, nxt)[1][side] * (1 if side == 0 else -1)
-        return values
+        sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
+        return {a: sign * lines[side] for a, (_, lines) in move_lines(self.game, world, moves).items()}
 
     def _after(self, state, action: int, side: int, alpha: float, beta: float) -> float:
         """The value for ``side`` of ``action`` in ``state``, within the window (alpha, beta) of ``side``."""
@@ -105,14 +99,7 @@ def solve_lines(game, state, nodes: list | None = None) -> tuple[float, list[flo
     seat = state.current_player
     side = game.sides[seat]
     sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
-    children = {}
-    for a in state.legal_actions():
-        nxt, points = played(state, a)
-        if points is not None:
-            v = game.relative_points(points, game.sides.index(0))
-            children[a] = (v, [v, v])
-        else:
-            children[a] = solve_lines(game, nxt, nodes)
+    children = move_lines(game, state, nodes=nodes)
     perfect = {a: sign * c[0] for a, c in children.items()}           # the acting side's values
     best = max(perfect.values())
     top = [a for a in children if perfect[a] >= best - TIE]
@@ -124,3 +111,18 @@ def solve_lines(game, state, nodes: list | None = None) -> tuple[float, list[flo
     if nodes is not None and len(children) > 1:
         nodes.append((state, seat, perfect, {a: sign * c[1][side] for a, c in children.items()}))
     return sign * best, vs_random
+
+
+def move_lines(game, state, moves=None, nodes: list | None = None) -> dict[int, tuple[float, list[float]]]:
+    """For each of ``moves`` (default: every legal one) of ``state``, what :func:`solve_lines` gives for the state
+    after it: (its minimax value, [its value on side 0's line against random, on side 1's]), all for side 0; a move
+    that ends the deal is worth its points on every line. ``nodes`` as in :func:`solve_lines`."""
+    children = {}
+    for a in state.legal_actions() if moves is None else moves:
+        nxt, points = played(state, a)
+        if points is not None:
+            v = game.relative_points(points, game.sides.index(0))
+            children[a] = (v, [v, v])
+        else:
+            children[a] = solve_lines(game, nxt, nodes)
+    return children
