@@ -314,7 +314,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     from kahve.agents.policies.bot import Bot, expert_from_bot, export_onnx
     from kahve.agents.policies.card_attention import CardAttention
     from kahve.agents.policies.network import MLP
-    from kahve.agents.training.card_attention import CardAttentionNet
+    from kahve.agents.training.card_attention import CardAttentionNet, minibatches, one_cycle_adamw
     from kahve.envs.pasur.rules import NUM_CARDS, OBS_FINAL, OBS_PHASE
     th.set_num_threads(threads)
     th.manual_seed(seed)
@@ -393,9 +393,8 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     print(f"{len(x):,} decision nodes, {held_out.sum():,} held out")
     batch = ARCH_DEFAULTS[arch]["batch"]
     steps = max(1, epochs * (len(train) // batch))
-    if attention:       # a transformer wants a warm-up and clipped gradients (without them it diverged at 1e-3)
-        optimizer = th.optim.AdamW(parameters, lr=lr, weight_decay=1e-4)
-        schedule = th.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps, pct_start=0.05)
+    if attention:
+        optimizer, schedule = one_cycle_adamw(parameters, lr, steps)
     else:
         optimizer = th.optim.Adam(parameters, lr=lr)
         schedule = th.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
@@ -403,9 +402,7 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     if init is not None:
         report(f"{init}'s expert, before")
     for epoch in range(epochs):
-        order = rng.permutation(train)
-        for s in range(len(order) // batch):
-            i = th.tensor(order[s * batch:(s + 1) * batch])
+        for i in minibatches(train, batch, rng):
             xb, mb, bb, rb = x[i], mask[i], best[i], regret[i]
             if augment:     # the same decisions with the suits relabelled: the network cannot learn them by card
                 obs_source, action_source = (th.tensor(a) for a in relabelled(

@@ -177,7 +177,7 @@ def headroom(files: list[str], z: float) -> None:
 def fit(files: list[str], arch: str, width: int, depth: int, epochs: int, lr: float, z: float, unseen: bool,
         seed: int, threads: int = 1) -> None:
     import torch as th
-    from kahve.agents.training.card_attention import CardAttentionNet
+    from kahve.agents.training.card_attention import CardAttentionNet, minibatches, one_cycle_adamw
     th.set_num_threads(threads)
     th.manual_seed(seed)
     d = load(files)
@@ -222,16 +222,13 @@ def fit(files: list[str], arch: str, width: int, depth: int, epochs: int, lr: fl
     batch = min(256, max(1, len(train)))
     steps = max(1, epochs * (len(train) // batch))
     parameters = list(net.parameters())
-    optimizer = th.optim.AdamW(parameters, lr=lr, weight_decay=1e-4)
-    schedule = th.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps, pct_start=0.05)
+    optimizer, schedule = one_cycle_adamw(parameters, lr, steps)
     rng = np.random.default_rng(seed)
     print(f"{n:,} decisions, {held.sum():,} of them held out; the step (z={z}) changes "
           f"{np.mean(target.numpy() != bot):.1%} of the bot's moves")
     report("start")
     for epoch in range(epochs):
-        order = rng.permutation(train)
-        for s in range(len(order) // batch):
-            i = th.tensor(order[s * batch:(s + 1) * batch])
+        for i in minibatches(train, batch, rng):
             loss = th.nn.functional.cross_entropy(scores(i), target[i])
             optimizer.zero_grad()
             loss.backward()
