@@ -1,6 +1,7 @@
 """The evaluation report written beside a shipped bot (``kahve export --report``).
 
-Full matches under the bot's evaluation settings against each baseline; search opponents (``ismcts``), which
+Full matches under the bot's evaluation settings against each baseline (its training run may have evaluated on
+single deals: the report plays full matches regardless); search opponents (``ismcts``), which
 are slow, play single deals (``episode="deal"``) and a fifth of the games. The report states the strength bar
 of docs/design.md ("Bars a bot report cites") for the game, whether the bot meets it, and the seeds its deals
 come from; a bot that misses the bar says so. With ``levels`` (``kahve export --report --levels PAIRS``, or
@@ -93,7 +94,9 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     bot = Bot.load(bot_path)
     meta = bot.metadata
     game = meta["game"]
-    settings = evaluation_settings(meta)
+    # full matches, whatever episode the run evaluated on (a fine-tune's config may measure single deals): the bars
+    # the report cites are over full matches, and so is every row it labels "full matches"
+    settings = {**evaluation_settings(meta), "episode": "match"}
     rows, results = [], {}
     for k, opp in enumerate(opponents):
         s, n, note = dict(settings), games, "full matches"
