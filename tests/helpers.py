@@ -1,8 +1,9 @@
 """Shared test tools: random play on engines and envs, the hidden-information check (docs/rules.md C-8), and a plain
-reference for the values of a last hand against a random opponent."""
+reference for the values of a last hand against a random opponent, and bot files with their metadata rewritten."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 
 
 def random_game(game, seed: int, max_steps: int = 200_000, on_state=None, deck=None):
@@ -92,3 +94,22 @@ def popen_train(args, cwd):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def rewrite(path, out, metadata=None, edit=None):
+    """A copy of the bot file at ``path`` with its metadata replaced (any JSON value) and/or its graph edited."""
+    model = onnx.load(str(path))
+    if metadata is not None:
+        for prop in model.metadata_props:
+            if prop.key == "kahve":
+                prop.value = json.dumps(metadata)
+    if edit is not None:
+        edit(model)
+    onnx.save(model, str(out))
+    return out
+
+
+def meta_of(path) -> dict:
+    """The kahve metadata of the bot file at ``path``, read as JSON without any check."""
+    model = onnx.load(str(path))
+    return json.loads(next(p.value for p in model.metadata_props if p.key == "kahve"))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import onnx
 import pytest
 from onnx import numpy_helper
 
 from kahve import envs
 from kahve.agents.policies.bot import Bot, BotFileError, bot_expert_input, bot_metadata, export_onnx, mlp_from_bot
 from kahve.agents.policies.network import MLP
+from tests.helpers import meta_of, rewrite
 
 
 @pytest.fixture
@@ -22,24 +20,6 @@ def good(tmp_path):
     mlp = MLP([rng.normal(0, 0.3, (o, i)) for i, o in zip(sizes, sizes[1:])], [np.zeros(o) for o in sizes[1:]], "tanh")
     path = export_onnx(mlp, tmp_path / "good.onnx", bot_metadata(game, "ppo", 10))
     return game, mlp, path
-
-
-def rewrite(path, out, metadata=None, edit=None):
-    """A copy of the bot file at ``path`` with its metadata replaced (any JSON value) and/or its graph edited."""
-    model = onnx.load(str(path))
-    if metadata is not None:
-        for prop in model.metadata_props:
-            if prop.key == "kahve":
-                prop.value = json.dumps(metadata)
-    if edit is not None:
-        edit(model)
-    onnx.save(model, str(out))
-    return out
-
-
-def meta_of(path) -> dict:
-    model = onnx.load(str(path))
-    return json.loads(next(p.value for p in model.metadata_props if p.key == "kahve"))
 
 
 def test_the_good_file_loads(good):

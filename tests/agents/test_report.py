@@ -59,17 +59,13 @@ def test_the_levels_section_measures_each_level_and_replaces_itself(tmp_path):
 def test_a_report_plays_full_matches_even_where_the_run_evaluated_single_deals(tmp_path):
     import json
 
-    import onnx
-
     from kahve import checkpoints
     from kahve.agents.evaluation.report import write_report
-    model = onnx.load(checkpoints.find("pishti/ppo_2p"))
-    entry = next(p for p in model.metadata_props if p.key == "kahve")
-    meta = json.loads(entry.value)
+    from tests.helpers import meta_of, rewrite
+    shipped = checkpoints.find("pishti/ppo_2p")
+    meta = meta_of(shipped)
     meta["config"]["evaluation"]["settings"] = {"episode": "deal", "reward": "points"}   # as a fine-tune's config
-    entry.value = json.dumps(meta)
-    bot = tmp_path / "bot.onnx"
-    onnx.save(model, bot)
+    bot = rewrite(shipped, tmp_path / "bot.onnx", metadata=meta)
     page = write_report(bot, ["random"], games=4, workers=1).read_text()
     result = json.loads(bot.with_suffix(".eval.json").read_text())["results"]["random"]
     assert result["settings"]["episode"] == "match" and "| random | full matches | 4 |" in page
