@@ -34,7 +34,8 @@ itself, without search:
   instead of the MLP (agents/policies/card_attention.py: a token per card in the hands, the pool and the capture
   being chosen, self-attention between them; ``CARD_LAYOUT`` below), with a warm-up and clipped gradients.
   ``combine`` writes an existing expert (either kind) over another main network without fitting it again (a
-  fine-tuned main network under the shipped bot's expert).
+  fine-tuned main network under the shipped bot's expert); given several main networks (fine-tunes of one
+  network), it writes the mean of their weights, a "model soup".
 * ``decisions``: the bot's own last-hand decisions with a choice as it plays single rounds against random, each with
   every legal move's value against perfect play and against random on the tie-break's line (:func:`line_values`);
   ``regret`` scores bots on them, paired: the points a round their moves give away to that line, by the cards left
@@ -46,6 +47,7 @@ itself, without search:
     python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
     python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
     python tools/pasur_last_hand.py combine runs/x/final.onnx --expert-from pasur/ppo --out ppo.onnx
+    python tools/pasur_last_hand.py combine runs/a/eval_bot.onnx runs/b/eval_bot.onnx --out soup.onnx
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz --tiebreak random --init pasur/ppo --out x.onnx
     python tools/pasur_last_hand.py tree --rounds 7000 --seed 51 --keep 10 --shallow 6 --out shallow_51.npz
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz shallow_51.npz shallow_52.npz --arch attention
@@ -440,22 +442,33 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
 
-def combine(main: str, expert_from: str, out: str) -> None:
-    """Write ``main``'s network (hands 1-5) with the last-hand expert of ``expert_from`` (both bot files or shipped
-    bots' names): the metadata is ``main``'s, with the expert's entry of ``expert_from``."""
+def combine(mains: list[str], expert_from: str, out: str) -> None:
+    """Write the network of hands 1-5 of ``mains`` with the last-hand expert of ``expert_from`` (bot files or
+    shipped bots' names). Several mains (fine-tunes of one network) are averaged weight by weight
+    (:meth:`~kahve.agents.policies.network.MLP.average`). The metadata is the first main's, with the expert's entry
+    of ``expert_from`` and, for an average, how many networks it is of (``averaged``)."""
     from kahve.agents.policies.bot import Bot, check_fits, expert_from_bot, export_onnx
+    from kahve.agents.policies.network import MLP
     from kahve.envs.pasur.rules import OBS_FINAL
     game = envs.game_class("pasur")(**SETTINGS)
     size = game.action_feature_size
-    main_path, expert_path = bot_path(main), bot_path(expert_from)
-    _, meta = Bot.read_metadata(main_path)
+    main_paths, expert_path = [bot_path(main) for main in mains], bot_path(expert_from)
+    metas = [Bot.read_metadata(path)[1] for path in main_paths]
     _, expert_meta = Bot.read_metadata(expert_path)
-    check_fits(meta, game, main_path)                       # Pâsur bots of this env version and spaces
+    for meta, path in zip(metas, main_paths):
+        check_fits(meta, game, path)                        # Pâsur bots of this env version and spaces
     check_fits(expert_meta, game, expert_path)
     expert = expert_from_bot(expert_path, size)              # a BotFileError if it has none
-    export_onnx(mlp_from_bot(main_path, size), out, {**meta, "expert": expert_meta["expert"]}, expert=expert,
-                expert_input=OBS_FINAL)
-    print(f"wrote {out}: {main} in hands 1-5, the expert of {expert_from} in the last hand")
+    try:
+        main_net = MLP.average([mlp_from_bot(path, size) for path in main_paths])
+    except ValueError as err:                               # fine-tunes of one network average; others do not
+        raise ValueError(f"cannot average {', '.join(mains)}: {err}") from None
+    meta = {**metas[0], "expert": expert_meta["expert"]}
+    if len(mains) > 1:
+        meta["averaged"] = len(mains)
+    export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
+    what = mains[0] if len(mains) == 1 else f"the average of {len(mains)} networks ({', '.join(mains)})"
+    print(f"wrote {out}: {what} in hands 1-5, the expert of {expert_from} in the last hand")
 
 
 def widened(mlp, extra: int, generator):
@@ -606,8 +619,9 @@ def main(argv=None) -> None:
     g = sub.add_parser("regret", help="bots' points a round given away to the tie-break's line on those decisions")
     g.add_argument("files", nargs="+", help=".npz files from decisions")
     g.add_argument("--bots", nargs="+", default=[BOT], help="bot files or shipped bots' names")
-    m = sub.add_parser("combine", help="write a bot's main network with another bot's last-hand expert")
-    m.add_argument("main", help="the bot whose main network plays hands 1-5 (a bot file or a shipped bot's name)")
+    m = sub.add_parser("combine", help="write a bot's main network (or several averaged) with a last-hand expert")
+    m.add_argument("main", nargs="+", help="the bot whose main network plays hands 1-5 (a bot file or a shipped "
+                   "bot's name); several: their networks' weights averaged")
     m.add_argument("--expert-from", default=BOT, help=f"the bot whose expert plays the last hand (default {BOT})")
     m.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)

@@ -92,6 +92,28 @@ class MLP:
             m[a, start:start + size] = self.feature_weights
         return m
 
+    @classmethod
+    def average(cls, nets: list["MLP"]) -> "MLP":
+        """The element-wise mean of the weights of networks of one shape (a "model soup", Wortsman et al. 2022):
+        fine-tunes from one start lie in one basin, and their mean sheds much of the noise of PPO's last updates
+        that each carries (docs/bot-log.md, "Fine-tunes averaged"). Networks of other shapes, activations or
+        heads are a ValueError."""
+        if not nets:
+            raise ValueError("averaging needs at least one network")
+        arrays = [net.to_arrays() for net in nets]
+        first = arrays[0]
+        for k, other in enumerate(arrays[1:], 1):
+            if other.keys() != first.keys() or str(other["activation"]) != str(first["activation"]) or \
+                    any(np.shape(other[key]) != np.shape(first[key]) for key in first):
+                raise ValueError(f"network {k} does not have network 0's shape, activation and heads: "
+                                 "only networks of one architecture can be averaged")
+            if "feature_offset" in first and int(other["feature_offset"]) != int(first["feature_offset"]):
+                raise ValueError(f"network {k} reads its action features from another offset than network 0")
+        fixed = ("activation", "feature_offset")
+        return cls.from_arrays({key: first[key] if key in fixed else
+                                np.mean([a[key] for a in arrays], axis=0, dtype=np.float64).astype(np.float32)
+                                for key in first})
+
     # ----- files: npz, never pickle ------------------------------------------------------------------
     def to_arrays(self) -> dict:
         out = {"activation": np.array(self.activation)}

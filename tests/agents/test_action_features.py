@@ -77,6 +77,32 @@ def test_mlp_refuses_rows_that_do_not_end_the_input():
         MLP(w, [np.zeros(4, np.float32)], "tanh", feature_offset=0, feature_weights=np.ones(3))
 
 
+def test_averaged_networks_hold_the_mean_of_every_weight_and_refuse_another_shape():
+    """MLP.average (a model soup): every array, the action-feature head's included, is the mean; averaging a
+    network with itself changes nothing; another shape, activation or head is refused."""
+    rng = np.random.default_rng(0)
+
+    def net(hidden=5, activation="tanh", features=True):
+        extra = dict(feature_offset=4, feature_weights=rng.normal(size=2)) if features else {}
+        return MLP([rng.normal(size=(hidden, 10)), rng.normal(size=(3, hidden))],
+                   [rng.normal(size=hidden), rng.normal(size=3)], activation, **extra)
+
+    a, b, c = net(), net(), net()
+    mean = MLP.average([a, b, c])
+    for key, value in mean.to_arrays().items():
+        if key not in ("activation", "feature_offset"):
+            assert np.allclose(value, (a.to_arrays()[key] + b.to_arrays()[key] + c.to_arrays()[key]) / 3, atol=1e-6)
+    x = rng.normal(size=(6, 10)).astype(np.float32)
+    assert not np.allclose(mean.forward(x), a.forward(x), atol=1e-2)
+    assert np.allclose(MLP.average([a, a]).forward(x), a.forward(x), atol=1e-5)
+    for other, message in [(net(hidden=6), "shape"), (net(activation="relu"), "activation"),
+                           (net(features=False), "heads")]:
+        with pytest.raises(ValueError, match=message):
+            MLP.average([a, other])
+    with pytest.raises(ValueError, match="at least one network"):
+        MLP.average([])
+
+
 def test_cloning_learns_what_the_heuristic_weighs(tmp_path):
     model, _ = _model(tmp_path, "ppo")
     data = collect_demonstrations("pasur", {"episode": "deal", "reward": "points"},
