@@ -95,9 +95,9 @@ class MLP:
     @classmethod
     def average(cls, nets: list["MLP"]) -> "MLP":
         """The element-wise mean of the weights of networks of one shape (a "model soup", Wortsman et al. 2022):
-        fine-tunes from one start lie in one basin, and their mean sheds much of the noise of PPO's last updates
-        that each carries (docs/bot-log.md, "Fine-tunes averaged"). Networks of other shapes, activations or
-        heads are a ValueError."""
+        fine-tunes from one start stay close enough for their mean to be a network of the same kind, with less of
+        the noise of each run's last updates (what it gave in Pâsur: docs/bot-log.md, "Fine-tunes averaged").
+        Networks of other shapes, activations or heads are a ValueError."""
         if not nets:
             raise ValueError("averaging needs at least one network")
         arrays = [net.to_arrays() for net in nets]
