@@ -459,8 +459,9 @@ def combine(mains: list[str], expert_from: str, out: str) -> None:
         check_fits(meta, game, path)                        # Pâsur bots of this env version and spaces
     check_fits(expert_meta, game, expert_path)
     expert = expert_from_bot(expert_path, size)              # a BotFileError if it has none
+    nets = [mlp_from_bot(path, size) for path in main_paths]
     try:
-        main_net = MLP.average([mlp_from_bot(path, size) for path in main_paths])
+        main_net = MLP.average(nets)
     except ValueError as err:                               # fine-tunes of one network average; others do not
         raise ValueError(f"cannot average {', '.join(mains)}: {err}") from None
     meta = {**metas[0], "expert": expert_meta["expert"]}
