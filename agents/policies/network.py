@@ -102,14 +102,12 @@ class MLP:
             raise ValueError("averaging needs at least one network")
         arrays = [net.to_arrays() for net in nets]
         first = arrays[0]
+        fixed = ("activation", "feature_offset")           # not weights: they must agree, and are kept as they are
         for k, other in enumerate(arrays[1:], 1):
-            if other.keys() != first.keys() or str(other["activation"]) != str(first["activation"]) or \
-                    any(np.shape(other[key]) != np.shape(first[key]) for key in first):
+            if other.keys() != first.keys() or any(np.shape(other[key]) != np.shape(first[key]) for key in first) \
+                    or any(str(other[key]) != str(first[key]) for key in fixed if key in first):
                 raise ValueError(f"network {k} does not have network 0's shape, activation and heads: "
                                  "only networks of one architecture can be averaged")
-            if "feature_offset" in first and int(other["feature_offset"]) != int(first["feature_offset"]):
-                raise ValueError(f"network {k} reads its action features from another offset than network 0")
-        fixed = ("activation", "feature_offset")
         return cls.from_arrays({key: first[key] if key in fixed else
                                 np.mean([a[key] for a in arrays], axis=0, dtype=np.float64).astype(np.float32)
                                 for key in first})
