@@ -34,9 +34,3 @@ def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
     r = bench.ppo_measure("ish", 1, tiny + ["async_rollouts=true"])
     assert r["per_s"] > 0 and 0 <= r["env_share"] < 1 and 0 < r["collector_busy"] and r["config"]["async_rollouts"]
 
-
-def test_the_old_layout_is_the_old_default():
-    # what `kahve bench --ppo` compares the shipped configs with: 4 envs in DummyVecEnv, the old hyperparameters
-    assert bench.old_layout("pishti") == ["n_envs=4", "vec_env=dummy", "ppo.n_steps=512", "ppo.batch_size=512",
-                                          "ppo.n_epochs=8"]
-    assert bench.old_layout("ish")[2:] == ["ppo.n_steps=256", "ppo.batch_size=256", "ppo.n_epochs=4"]

@@ -1,4 +1,4 @@
-"""tools/pasur_last_hand.py, the experiment behind docs/bot-log.md's "Pâsur against random" sections: what it
+"""tools/pasur_last_hand.py, what makes the last-hand expert of pasur/ppo (docs/bots.md): what it
 collects is what the solver says of every legal last-hand move, widening keeps the network's function, and a tiny
 fit runs."""
 
@@ -225,7 +225,7 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
     from kahve.envs.pasur.rules import OBS_FINAL
     game = envs.game_class("pasur")(**tool.SETTINGS)
     out = tmp_path / "combined.onnx"
-    tool.combine(["pasur/dqn"], "pasur/ppo", str(out))
+    tool.combine("pasur/dqn", "pasur/ppo", str(out))
     dqn = mlp_from_bot(tool.checkpoints.find("pasur/dqn"), game.action_feature_size)
     shipped = Bot.load(tool.checkpoints.find("pasur/ppo"), game=game)    # its expert scores the last hand
     env = tool.LearnerEnv("pasur", tool.SETTINGS, tool.OpponentPool([("random", 1.0)]), seed=7)
@@ -237,47 +237,10 @@ def test_combine_writes_another_main_network_under_the_shipped_expert(tmp_path):
     assert np.allclose([bot.logits(o) for o in last], shipped.batch_logits(last), atol=1e-4)
     assert not np.allclose(dqn.forward(last), shipped.batch_logits(last), atol=1e-2)
     assert Bot.read_metadata(out)[1]["expert"] == Bot.read_metadata(tool.checkpoints.find("pasur/ppo"))[1]["expert"]
-    assert "averaged" not in Bot.read_metadata(out)[1]                   # one main network: nothing averaged
     with pytest.raises(BotFileError, match="has no expert network"):     # the DQN carries no expert to take
-        tool.combine(["pasur/ppo"], "pasur/dqn", str(tmp_path / "none.onnx"))
+        tool.combine("pasur/ppo", "pasur/dqn", str(tmp_path / "none.onnx"))
     with pytest.raises(BotFileError, match="is a bot for pishti, not pasur"):   # another game's bot as the main one
-        tool.combine(["pishti/ppo_2p"], "pasur/ppo", str(tmp_path / "pishti.onnx"))
-
-
-def test_combine_averages_several_main_networks_under_the_expert(tmp_path, capsys):
-    """``combine A B ...``: the mean of the main networks' weights in hands 1-5 (a model soup of fine-tunes), the
-    expert unchanged in the last hand, the metadata saying how many were averaged; a network of another
-    architecture is refused in one line and nothing is written."""
-    from kahve.agents.policies.bot import Bot, bot_metadata, export_onnx, mlp_from_bot
-    from kahve.agents.policies.network import MLP
-    from kahve.envs.pasur.rules import OBS_FINAL
-    game = envs.game_class("pasur")(**tool.SETTINGS)
-    size = game.action_feature_size
-    shipped_path = tool.checkpoints.find("pasur/ppo")
-    shipped_main = mlp_from_bot(shipped_path, size)
-    arrays = shipped_main.to_arrays()                       # a second network: the shipped one, its weights nudged
-    rng = np.random.default_rng(3)
-    nudged = MLP.from_arrays({k: v + rng.normal(scale=0.05, size=v.shape).astype(np.float32)
-                              if k[:1] in "wb" and k[1:].isdigit() else v for k, v in arrays.items()})
-    other = tmp_path / "nudged.onnx"
-    export_onnx(nudged, other, bot_metadata(game, "ppo", 0))
-    out = tmp_path / "soup.onnx"
-    tool.combine(["pasur/ppo", str(other)], "pasur/ppo", str(out))
-    env = tool.LearnerEnv("pasur", tool.SETTINGS, tool.OpponentPool([("random", 1.0)]), seed=5)
-    obs = np.stack([env.reset()[0] for _ in range(4)]).astype(np.float32)
-    early, last = obs.copy(), obs.copy()
-    early[:, OBS_FINAL], last[:, OBS_FINAL] = 0, 1
-    soup, shipped = Bot.load(out, game=game), Bot.load(shipped_path, game=game)
-    expected = MLP.average([shipped_main, nudged]).forward(early)
-    assert np.allclose(soup.batch_logits(early), expected, atol=1e-4)
-    assert not np.allclose(expected, shipped_main.forward(early), atol=1e-2)
-    assert np.allclose(soup.batch_logits(last), shipped.batch_logits(last), atol=1e-4)
-    assert Bot.read_metadata(out)[1]["averaged"] == 2
-    with pytest.raises(SystemExit) as exit_info:                     # the DQN's network is relu, not tanh
-        tool.main(["combine", "pasur/ppo", "pasur/dqn", "--out", str(tmp_path / "mixed.onnx")])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.count("\n") == 1 and "activation" in err
-    assert not (tmp_path / "mixed.onnx").exists()
+        tool.combine("pishti/ppo_2p", "pasur/ppo", str(tmp_path / "pishti.onnx"))
 
 
 def test_combine_on_the_command_line_refuses_a_missing_bot_in_one_line(tmp_path, capsys):
@@ -418,5 +381,5 @@ def test_a_tiny_card_attention_expert_fit_writes_a_bot_and_goes_on_from_it(tmp_p
         tool.fit_expert([str(data)], epochs=0, width=8, depth=1, lr=None, seed=1, out=str(again), init=str(path))
     # combine puts it over another main network
     combined = tmp_path / "combined.onnx"
-    tool.combine(["pasur/dqn"], str(path), str(combined))
+    tool.combine("pasur/dqn", str(path), str(combined))
     assert np.allclose(Bot.load(combined).batch_logits(obs), bot.batch_logits(obs), atol=1e-5)

@@ -1,6 +1,5 @@
-"""Can the Pâsur network learn its round's last hand? The offline experiments of docs/search.md ("Pâsur against
-random: the missing half point is the last hand"), and the last-hand expert network of the shipped bot ("Pâsur's
-last hand as a network of its own").
+"""Can the Pâsur network learn its round's last hand? The last-hand expert network of the shipped bot, and the
+offline experiments behind it (docs/bots.md, "pasur/ppo").
 
 In Pâsur's last hand every card is known (docs/search.md: the opponent holds exactly the cards the seat has not
 seen), and `endgame:pasur/ppo`, the shipped network with that hand solved exactly, makes about half a point a round
@@ -34,12 +33,11 @@ itself, without search:
   instead of the MLP (agents/policies/card_attention.py: a token per card in the hands, the pool and the capture
   being chosen, self-attention between them; ``CARD_LAYOUT`` below), with a warm-up and clipped gradients.
   ``combine`` writes an existing expert (either kind) over another main network without fitting it again (a
-  fine-tuned main network under the shipped bot's expert); given several main networks (fine-tunes of one
-  network), it writes the mean of their weights, a "model soup".
+  fine-tuned main network under the shipped bot's expert).
 * ``decisions``: the bot's own last-hand decisions with a choice as it plays single rounds against random, each with
   every legal move's value against perfect play and against random on the tie-break's line (:func:`line_values`);
   ``regret`` scores bots on them, paired: the points a round their moves give away to that line, by the cards left
-  in the two hands (docs/bot-log.md, "Where the search's points are in hands 1-5, and where the expert's go").
+  in the two hands (docs/bots.md, "pasur/ppo").
 
     python tools/pasur_last_hand.py collect --rounds 4000 --seed 11 --out lh_11.npz   # about 6 min a process
     python tools/pasur_last_hand.py fit lh_11.npz lh_12.npz --epochs 8 [--widen 256] [--pair-head 64]
@@ -47,7 +45,6 @@ itself, without search:
     python tools/pasur_last_hand.py tree --rounds 4000 --seed 31 --keep 10 --shallow 6 --out shallow_31.npz
     python tools/pasur_last_hand.py expert shallow_31.npz shallow_32.npz tree_21.npz --out ppo.onnx [--augment]
     python tools/pasur_last_hand.py combine runs/x/final.onnx --expert-from pasur/ppo --out ppo.onnx
-    python tools/pasur_last_hand.py combine runs/a/eval_bot.onnx runs/b/eval_bot.onnx --out soup.onnx
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz --tiebreak random --init pasur/ppo --out x.onnx
     python tools/pasur_last_hand.py tree --rounds 7000 --seed 51 --keep 10 --shallow 6 --out shallow_51.npz
     python tools/pasur_last_hand.py expert tree_41.npz tree_42.npz shallow_51.npz shallow_52.npz --arch attention
@@ -442,34 +439,22 @@ def fit_expert(files: list[str], epochs: int, width: int | None, depth: int | No
     print(f"wrote {out}: {main} in hands 1-5, the expert in the last hand")
 
 
-def combine(mains: list[str], expert_from: str, out: str) -> None:
-    """Write the network of hands 1-5 of ``mains`` with the last-hand expert of ``expert_from`` (bot files or
-    shipped bots' names). Several mains (fine-tunes of one network) are averaged weight by weight
-    (:meth:`~kahve.agents.policies.network.MLP.average`). The metadata is the first main's, with the expert's entry
-    of ``expert_from`` and, for an average, how many networks it is of (``averaged``)."""
+def combine(main: str, expert_from: str, out: str) -> None:
+    """Write the network of hands 1-5 of ``main`` with the last-hand expert of ``expert_from`` (bot files or
+    shipped bots' names). The metadata is ``main``'s, with the expert's entry of ``expert_from``."""
     from kahve.agents.policies.bot import Bot, check_fits, expert_from_bot, export_onnx
-    from kahve.agents.policies.network import MLP
     from kahve.envs.pasur.rules import OBS_FINAL
     game = envs.game_class("pasur")(**SETTINGS)
     size = game.action_feature_size
-    main_paths, expert_path = [bot_path(main) for main in mains], bot_path(expert_from)
-    metas = [Bot.read_metadata(path)[1] for path in main_paths]
+    main_path, expert_path = bot_path(main), bot_path(expert_from)
+    _, meta = Bot.read_metadata(main_path)
     _, expert_meta = Bot.read_metadata(expert_path)
-    for meta, path in zip(metas, main_paths):
-        check_fits(meta, game, path)                        # Pâsur bots of this env version and spaces
+    check_fits(meta, game, main_path)                       # Pâsur bots of this env version and spaces
     check_fits(expert_meta, game, expert_path)
     expert = expert_from_bot(expert_path, size)              # a BotFileError if it has none
-    nets = [mlp_from_bot(path, size) for path in main_paths]
-    try:
-        main_net = MLP.average(nets)
-    except ValueError as err:                               # fine-tunes of one network average; others do not
-        raise ValueError(f"cannot average {', '.join(mains)}: {err}") from None
-    meta = {**metas[0], "expert": expert_meta["expert"]}
-    if len(mains) > 1:
-        meta["averaged"] = len(mains)
-    export_onnx(main_net, out, meta, expert=expert, expert_input=OBS_FINAL)
-    what = mains[0] if len(mains) == 1 else f"the average of {len(mains)} networks ({', '.join(mains)})"
-    print(f"wrote {out}: {what} in hands 1-5, the expert of {expert_from} in the last hand")
+    main_net = mlp_from_bot(main_path, size)
+    export_onnx(main_net, out, {**meta, "expert": expert_meta["expert"]}, expert=expert, expert_input=OBS_FINAL)
+    print(f"wrote {out}: {main} in hands 1-5, the expert of {expert_from} in the last hand")
 
 
 def widened(mlp, extra: int, generator):
@@ -620,9 +605,8 @@ def main(argv=None) -> None:
     g = sub.add_parser("regret", help="bots' points a round given away to the tie-break's line on those decisions")
     g.add_argument("files", nargs="+", help=".npz files from decisions")
     g.add_argument("--bots", nargs="+", default=[BOT], help="bot files or shipped bots' names")
-    m = sub.add_parser("combine", help="write a bot's main network (or several averaged) with a last-hand expert")
-    m.add_argument("main", nargs="+", help="the bot whose main network plays hands 1-5 (a bot file or a shipped "
-                   "bot's name); several: their networks' weights averaged")
+    m = sub.add_parser("combine", help="write a bot's main network with a last-hand expert")
+    m.add_argument("main", help="the bot whose main network plays hands 1-5 (a bot file or a shipped bot's name)")
     m.add_argument("--expert-from", default=BOT, help=f"the bot whose expert plays the last hand (default {BOT})")
     m.add_argument("--out", required=True, help="the bot file (.onnx) to write")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The Pis Yedili network distilled from a search of the late decisions (docs/bot-log.md, "Pis Yedili v1").
+"""The Pis Yedili network distilled from a search of the late decisions (docs/bots.md, "pis_yedili/distilled_2p").
 
 The rollout search's gain over the heuristic at Pis Yedili lies in the late decisions: either hand at three cards
 or fewer, or a jack among the legal moves (mostly shedding a jack before the opponent goes out). This builds the
@@ -26,7 +26,7 @@ shipped ``pis_yedili/ppo_2p`` network in two steps, from the heuristic and that 
     python tools/pis_yedili_late_search.py label --seed 130000 --count 218380 --worlds 0 --out early.npz
     python tools/pis_yedili_late_search.py label --seed 110000 --count 8804 --out late_1.npz
     python tools/pis_yedili_late_search.py fit early.npz late_1.npz ... --out checkpoints/pis_yedili/ppo_2p.onnx
-    # the next generation, over the shipped network (docs/bot-log.md, "Pis Yedili: a second generation")
+    # the next generation, over the shipped network (docs/bots.md, "pis_yedili/distilled_2p")
     python tools/pis_yedili_late_search.py label --seed 613000 --count 70000 --worlds 0 \
         --base pis_yedili/distilled_2p --out net_early.npz
     python tools/pis_yedili_late_search.py label --seed 611000 --count 1815 --late-only \
@@ -174,7 +174,7 @@ def fit(args) -> None:
         from kahve.agents.training.checkpoint import copy_mlp
         start = mlp_from_bot(bot_path(args.init), feature_size=MOVE_FEATURES)
         refusal = f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head"
-        if start.activation != "tanh" or start.feature_offset != offset or start.move_layer is not None:
+        if start.activation != "tanh" or start.feature_offset != offset:
             sys.exit(refusal)
         try:
             copy_mlp(start, list(net.layers), net.scores, args.init)

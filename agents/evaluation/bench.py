@@ -3,11 +3,9 @@
 For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZoo AEC loop
 (``agent_iter``/``last``/``step`` with masks), (c) the single-agent training view (``LearnerEnv``: observation
 and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
-envs (``--ppo``), in one run for each game: the old default layout (4 envs in SB3's ``DummyVecEnv`` with the
-hyperparameters shipped before issue 19), 4 envs in ``DummyVecEnv`` with the shipped hyperparameters, kahve's
-batched vector env with the old hyperparameters, the shipped config, and the shipped config in worker processes
-(:data:`PPO_RUNS`); the network and the algorithm are the same in all five. References in the same run: a
-do-nothing AEC env through the same wrapper and loop (the ceiling of any AEC loop here), and, with the ``bench``
+envs (``--ppo``), in one run for each game: the shipped config, the same collected in the learner's process, and
+in worker processes (:data:`PPO_RUNS`). References in the same run: a do-nothing AEC env through the same wrapper
+and loop (the ceiling of any AEC loop here), and, with the ``bench``
 extra installed, PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights``
 (with and without observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
 (for PPO: of one rollout and update each), with its spread.
@@ -144,37 +142,6 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
     return run
 
 
-#: (d)'s hyperparameters of the shipped configs before issue 19 (the old default layout ran them with 4 envs in
-#: DummyVecEnv): game -> (ppo.n_steps, ppo.batch_size, ppo.n_epochs); the network (256x256, tanh) is unchanged
-OLD_PPO = {"ish": (256, 256, 4)}
-OLD_PPO_DEFAULT = (512, 512, 8)
-
-
-def old_layout(game: str) -> list[str]:
-    """Overrides that turn ``configs/<game>/ppo.yaml`` back into the old default layout: 4 envs in SB3's
-    ``DummyVecEnv`` with the PPO hyperparameters shipped before issue 19."""
-    n_steps, batch, epochs = OLD_PPO.get(game, OLD_PPO_DEFAULT)
-    return ["n_envs=4", "vec_env=dummy", f"ppo.n_steps={n_steps}", f"ppo.batch_size={batch}",
-            f"ppo.n_epochs={epochs}"]
-
-
-def new_layout_old_hyperparameters(game: str, n_envs: int = 64) -> list[str]:
-    """The old layout's rollout (same samples per update, batch size and epochs) collected by ``n_envs`` games
-    of ``vec_env: batched``: what the vector env alone changes."""
-    n_steps, batch, epochs = OLD_PPO.get(game, OLD_PPO_DEFAULT)
-    return ["vec_env=batched", f"n_envs={n_envs}", f"ppo.n_steps={max(8, 4 * n_steps // n_envs)}",
-            f"ppo.batch_size={batch}", f"ppo.n_epochs={epochs}"]
-
-
-def old_layout_shipped_hyperparameters(game: str) -> list[str]:
-    """The shipped config's rollout (same samples per update), batch size and epochs collected by 4 envs in SB3's
-    ``DummyVecEnv``: what the layout alone changes for the shipped hyperparameters."""
-    from kahve import configs
-    from kahve.agents.training import config as config_mod
-    cfg = config_mod.load(configs.find(f"{game}/ppo"))
-    return ["n_envs=4", "vec_env=dummy", f"ppo.n_steps={cfg['ppo']['n_steps'] * cfg['n_envs'] // 4}"]
-
-
 def synchronous(overrides_of):
     """``overrides_of`` with the rollouts collected in the learner's process (``async_rollouts=false``)."""
     return lambda game: overrides_of(game) + ["async_rollouts=false"]
@@ -182,12 +149,6 @@ def synchronous(overrides_of):
 
 #: (d)'s runs: key -> (what it is, overrides of configs/<game>/ppo.yaml as a function of the game)
 PPO_RUNS = {
-    "ppo_old_layout": ("4 envs in DummyVecEnv, the old shipped hyperparameters (the old default)",
-                       synchronous(old_layout)),
-    "ppo_dummy_shipped_hyperparameters": ("4 envs in DummyVecEnv, the shipped hyperparameters",
-                                          synchronous(old_layout_shipped_hyperparameters)),
-    "ppo_batched_old_hyperparameters": ("64 games in vec_env batched, the old hyperparameters",
-                                        synchronous(new_layout_old_hyperparameters)),
     "ppo_shipped_sync": ("the shipped config collected in the learner's process (async_rollouts false)",
                          synchronous(lambda game: [])),
     "ppo_shipped_shared": ("the shipped config in vec_env shared (one worker process per core), synchronous",
@@ -380,9 +341,6 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
                 print(f"  {'':<{len(name)}}  MaskablePPO, {what}: {_fmt(r)} steps, env share of wall time "
                       f"{r['env_share']:.0%}{busy} [{c['vec_env']}{' async' if c['async_rollouts'] else ''}, "
                       f"{c['n_envs']} envs, n_steps {c['n_steps']}, batch {c['batch_size']}, {c['n_epochs']} epochs]")
-            row["ppo_shipped_vs_old_layout"] = row["ppo_shipped"]["per_s"] / row["ppo_old_layout"]["per_s"]
-            print(f"  {'':<{len(name)}}  shipped config / old default layout: "
-                  f"{row['ppo_shipped_vs_old_layout']:.2f}x the learner steps/s")
         results["games"][name] = row
     if "pishti" in results["games"]:
         p = results["games"]["pishti"]["engine"]["per_s"]

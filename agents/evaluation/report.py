@@ -122,6 +122,13 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     if meta.get("expert_input") is not None:
         lines.append(f"- an expert network gives the scores wherever observation input {meta['expert_input']} is set "
                      f"(docs/design.md, \"Bots\"): {meta.get('expert', {})}")
+    recipe = meta.get("recipe")
+    if isinstance(recipe, dict):
+        lines.append(f"- made by its recipe: `{recipe.get('command')}`; wall time of each stage on "
+                     f"{recipe.get('machine', 'the machine that ran it')}:")
+        lines += [f"  - {s['name']}: {s['algorithm']}, {s['steps']:,} steps, {s['wall_seconds']:.0f} s"
+                  + (f" ({s['pretrain_seconds']:.0f} s of it behaviour cloning and DAgger)"
+                     if s.get("pretrain_seconds") else "") for s in recipe.get("stages", [])]
     if command:
         lines.append(f"- command: `{command}`")
     lines += ["", "| opponent | games | n | W/D/L | win rate (95% CI) | points per deal (95% CI) |",

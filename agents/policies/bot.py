@@ -108,41 +108,8 @@ def _mlp_graph(mlp: MLP, prefix: str, output: str) -> tuple[list, list]:
             h = f"{prefix}h{k}"
     if features:            # the action-feature head: every action's row times the shared weights, as one matrix
         inits.append(numpy_helper.from_array(np.ascontiguousarray(mlp.feature_matrix().T), f"{prefix}feature_matrix"))
-        summed = output if mlp.move_layer is None else f"{prefix}linear_scores"
         nodes += [helper.make_node("MatMul", ["observation", f"{prefix}feature_matrix"], [f"{prefix}feature_scores"]),
-                  helper.make_node("Add", [f"{prefix}mlp_scores", f"{prefix}feature_scores"], [summed])]
-        if mlp.move_layer is not None:
-            more_nodes, more_inits = _move_layer_graph(mlp, prefix, h, summed, output)
-            nodes += more_nodes
-            inits += more_inits
-    return nodes, inits
-
-
-def _move_layer_graph(mlp: MLP, prefix: str, hidden: str, scores: str, output: str) -> tuple[list, list]:
-    """The per-move layer (:class:`MLP`'s ``move_layer``): ``scores`` plus ``out · relu(row_w row_a + state_w h +
-    state_b)`` for every action's row, ``hidden`` being the MLP's last hidden layer."""
-    from onnx import helper, numpy_helper
-
-    ml = mlp.move_layer
-    n = lambda name: f"{prefix}{name}"      # noqa: E731  (every name of this graph carries the prefix)
-    size = len(mlp.feature_weights)
-    inits = [numpy_helper.from_array(ml["move_state_w"], n("move_state_w")),
-             numpy_helper.from_array(ml["move_state_b"], n("move_state_b")),
-             numpy_helper.from_array(np.ascontiguousarray(ml["move_row_w"].T), n("move_row_wt")),
-             numpy_helper.from_array(ml["move_out"], n("move_out")),
-             numpy_helper.from_array(np.array([mlp.feature_offset], np.int64), n("rows_at")),
-             numpy_helper.from_array(np.array([mlp.input_size], np.int64), n("rows_end")),
-             numpy_helper.from_array(np.array([1], np.int64), n("rows_axis")),
-             numpy_helper.from_array(np.array([-1, mlp.output_size, size], np.int64), n("rows_shape"))]
-    nodes = [helper.make_node("Slice", ["observation", n("rows_at"), n("rows_end"), n("rows_axis")], [n("rows_flat")]),
-             helper.make_node("Reshape", [n("rows_flat"), n("rows_shape")], [n("rows")]),
-             helper.make_node("MatMul", [n("rows"), n("move_row_wt")], [n("move_rows")]),
-             helper.make_node("Gemm", [hidden, n("move_state_w"), n("move_state_b")], [n("move_state")], transB=1),
-             helper.make_node("Unsqueeze", [n("move_state"), n("rows_axis")], [n("move_state_1")]),
-             helper.make_node("Add", [n("move_rows"), n("move_state_1")], [n("move_pre")]),
-             helper.make_node("Relu", [n("move_pre")], [n("move_z")]),
-             helper.make_node("MatMul", [n("move_z"), n("move_out")], [n("move_scores")]),
-             helper.make_node("Add", [scores, n("move_scores")], [output])]
+                  helper.make_node("Add", [f"{prefix}mlp_scores", f"{prefix}feature_scores"], [output])]
     return nodes, inits
 
 
@@ -180,9 +147,9 @@ def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
         rows = arrays["feature_matrix"].T                       # (actions, inputs), zero outside each action's row
         offset = rows.shape[1] - rows.shape[0] * feature_size
         features = dict(feature_offset=offset, feature_weights=rows[0, offset:offset + feature_size])
-        if "move_out" in arrays:
-            features["move_layer"] = {"move_state_w": arrays["move_state_w"], "move_state_b": arrays["move_state_b"],
-                                      "move_row_w": arrays["move_row_wt"].T, "move_out": arrays["move_out"]}
+    if "move_out" in arrays:        # network.move_layer's graph: reading the MLP alone would drop that layer's scores
+        raise BotFileError(f"{path} has a per-move layer (network.move_layer, removed from kahve): its network "
+                           "cannot be read back to train further")
     try:
         return MLP([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
                    "relu" if any(node.op_type == "Relu" and node.output[0] in hidden for node in model.graph.node)

@@ -8,7 +8,7 @@ token scores the actions that name it. The weights are shared across cards, so a
 carries over to the others. Cards in none of the blocks (captured, out of play) are masked out of the attention;
 the context token reads what the captured piles add up to.
 
-Pâsur's last-hand expert is one (docs/bot-log.md, "A last-hand expert that reads the cards as a set"): trained in
+Pâsur's last-hand expert is one (docs/bots.md, "pasur/ppo"): trained in
 torch by ``agents/training/card_attention.py``, kept here as arrays (:class:`CardAttention`), and written into a bot
 file by :func:`CardAttention.graph` (:func:`~kahve.agents.policies.bot.export_onnx`), where it runs in onnxruntime.
 """

@@ -17,7 +17,7 @@ random rollouts; its generator is reseeded for every iteration from the search's
 option ``prior``) it also guides the tree, as a progressive bias (Chaslot et al. 2008): among the untried
 actions of a node the one the policy prefers is expanded first, and the selection value of an action gains
 ``bias * P(a) / (1 + visits)``, where P is the policy's distribution over the actions legal in the sampled world
-(a network: softmax of its logits; any other policy: all mass on its choice). docs/search.md measures both.
+(a network: softmax of its logits; any other policy: all mass on its choice). docs/search.md lists both forms.
 """
 
 from __future__ import annotations

@@ -18,14 +18,10 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 ACTIVATIONS = {"tanh": np.tanh, "relu": _relu}      # module-level functions: an MLP pickles to worker processes
 
-#: the per-move layer's arrays (agents/training/action_features.py's MoveLayer, its gain folded into move_out)
-MOVE_LAYER_ARRAYS = ("move_state_w", "move_state_b", "move_row_w", "move_out")
-
 
 class MLP:
     def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], activation: str,
-                 feature_offset: int | None = None, feature_weights: np.ndarray | None = None,
-                 move_layer: dict | None = None):
+                 feature_offset: int | None = None, feature_weights: np.ndarray | None = None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
         if len(weights) != len(biases) or not weights:
@@ -46,15 +42,6 @@ class MLP:
                 raise ValueError(f"action features: {self.output_size} rows of {len(fw)} from offset "
                                  f"{feature_offset} do not end the {self.input_size} inputs")
             self.feature_offset, self.feature_weights = int(feature_offset), fw
-        self.move_layer = None
-        if move_layer is not None:
-            self.move_layer = {k: np.asarray(move_layer[k], dtype=np.float32) for k in MOVE_LAYER_ARRAYS}
-            ml, hidden = self.move_layer, self.weights[-1].shape[1]
-            width = ml["move_out"].shape[0]
-            if self.feature_weights is None or ml["move_state_w"].shape != (width, hidden) or \
-                    ml["move_state_b"].shape != (width,) or ml["move_row_w"].shape != (width, len(self.feature_weights)):
-                raise ValueError(f"the per-move layer's arrays do not fit the network "
-                                 f"({ {k: v.shape for k, v in ml.items()} })")
 
     @property
     def input_size(self) -> int:
@@ -68,7 +55,6 @@ class MLP:
         h = np.asarray(x, dtype=np.float32)
         last = len(self.weights) - 1
         for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            hidden = h                                      # the input of the last layer: the per-move layer's
             h = h @ w.T + b
             if k < last:
                 h = self._act(h)
@@ -76,11 +62,6 @@ class MLP:
             rows = np.asarray(x, dtype=np.float32)[..., self.feature_offset:]
             rows = rows.reshape(*rows.shape[:-1], self.output_size, -1)
             h = h + rows @ self.feature_weights
-            if self.move_layer is not None:
-                ml = self.move_layer
-                state = hidden @ ml["move_state_w"].T + ml["move_state_b"]
-                z = _relu(rows @ ml["move_row_w"].T + state[..., None, :])
-                h = h + z @ ml["move_out"]
         return h
 
     def feature_matrix(self) -> np.ndarray:
@@ -92,26 +73,6 @@ class MLP:
             m[a, start:start + size] = self.feature_weights
         return m
 
-    @classmethod
-    def average(cls, nets: list["MLP"]) -> "MLP":
-        """The element-wise mean of the weights of networks of one shape (a "model soup", Wortsman et al. 2022):
-        fine-tunes from one start stay close enough for their mean to be a network of the same kind, with less of
-        the noise of each run's last updates (what it gave in Pâsur: docs/bot-log.md, "Fine-tunes averaged").
-        Networks of other shapes, activations or heads are a ValueError."""
-        if not nets:
-            raise ValueError("averaging needs at least one network")
-        arrays = [net.to_arrays() for net in nets]
-        first = arrays[0]
-        fixed = ("activation", "feature_offset")           # not weights: they must agree, and are kept as they are
-        for k, other in enumerate(arrays[1:], 1):
-            if other.keys() != first.keys() or any(np.shape(other[key]) != np.shape(first[key]) for key in first) \
-                    or any(str(other[key]) != str(first[key]) for key in fixed if key in first):
-                raise ValueError(f"network {k} does not have network 0's shape, activation and heads: "
-                                 "only networks of one architecture can be averaged")
-        return cls.from_arrays({key: first[key] if key in fixed else
-                                np.mean([a[key] for a in arrays], axis=0, dtype=np.float64).astype(np.float32)
-                                for key in first})
-
     # ----- files: npz, never pickle ------------------------------------------------------------------
     def to_arrays(self) -> dict:
         out = {"activation": np.array(self.activation)}
@@ -119,8 +80,6 @@ class MLP:
             out[f"w{k}"], out[f"b{k}"] = w, b
         if self.feature_weights is not None:
             out["feature_offset"], out["feature_weights"] = np.array(self.feature_offset), self.feature_weights
-        if self.move_layer is not None:
-            out.update(self.move_layer)
         return out
 
     @classmethod
@@ -129,8 +88,6 @@ class MLP:
         features = {}
         if "feature_weights" in arrays:
             features = dict(feature_offset=int(arrays["feature_offset"]), feature_weights=arrays["feature_weights"])
-        if "move_out" in arrays:
-            features["move_layer"] = {k: arrays[k] for k in MOVE_LAYER_ARRAYS}
         return cls([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
                    str(arrays["activation"]), **features)
 
@@ -149,7 +106,6 @@ class MLP:
         where it has one."""
         import torch.nn as nn
         policy = model.policy
-        scores, head = None, None
         if hasattr(policy, "q_net"):                       # DQN: q_net.q_net is Linear/act/.../Linear
             modules = list(policy.q_net.q_net)
             scores = getattr(policy.q_net, "scores", None)
@@ -174,9 +130,6 @@ class MLP:
         if scores is not None:
             offset, fw = scores.exported()
             features = dict(feature_offset=offset, feature_weights=fw)
-            moves = getattr(head, "moves", None)
-            if moves is not None:
-                features["move_layer"] = moves.exported()
         return cls(weights, biases, activation or "tanh", **features)
 
 

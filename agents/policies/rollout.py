@@ -46,10 +46,8 @@ class RolloutPolicy:
     reads_observation = False
 
     def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None, policy=None,
-                 margin: float = 0.0, name: str | None = None, anchor=None, drop: float | None = None):
-        """``policy``: the base policy object (None: the game's heuristic, seeded with ``seed``). ``anchor``:
-        the policy whose move ``margin`` keeps unless another beats it (None: the base policy); a network
-        anchor over heuristic rollouts keeps the network's play and spends the time on more worlds. ``drop``:
+                 margin: float = 0.0, name: str | None = None, drop: float | None = None):
+        """``policy``: the base policy object (None: the game's heuristic, seeded with ``seed``). ``drop``:
         stop playing an action's worlds once it trails the kept move by ``drop`` standard errors (needs a
         margin: the kept move is what it trails)."""
         if drop is not None and margin <= 0:
@@ -61,15 +59,13 @@ class RolloutPolicy:
         self.drop = drop
         self.rng = random.Random(seed)
         self.base = heuristic_for(game, seed) if policy is None else policy
-        self.anchor = anchor
         self._choose = getattr(self.base, "choose", None)             # a heuristic: no observation needed
         self._scorer = network_scorer(self.base) if self._choose is None else None
         self.name = name or f"rollout:{rollouts}"
 
     def reset(self) -> None:
-        for policy in (self.base, self.anchor):
-            if hasattr(policy, "reset"):
-                policy.reset()
+        if hasattr(self.base, "reset"):
+            self.base.reset()
 
     def act(self, observation, action_mask, state=None) -> int:
         if state is None:
@@ -122,9 +118,6 @@ class RolloutPolicy:
 
     # ----- the base policy ------------------------------------------------------------------------------
     def _base_choice(self, state, legal: list[int], seed: int) -> int:
-        if self.anchor is not None:
-            reseed(self.anchor, seed)
-            return decide(self.anchor, state)
         reseed(self.base, seed)
         if self._choose is not None:
             return self._choose(state, legal)

@@ -9,12 +9,11 @@ spec                             policy
                                  first; else trail the most-seen rank)
 ``BOT``                          an exported bot file: its path, or a shipped bot's name (``pishti/ppo_2p``),
                                  greedy
-``rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]`` flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
+``rollout[:K[,z=Z][,drop=D][:SPEC]]`` flat Monte-Carlo (:mod:`.rollout`): K worlds per move (default 16), each
                                  finished by SPEC (default ``heuristic``) in every seat; ``z=Z``: keep SPEC's
                                  own move unless the best one beats it by Z standard errors; ``drop=D`` (with
                                  ``z``): worlds in batches of 8, an action that trails the kept move by D
-                                 standard errors plays no more of them; ``by=P`` (heuristic, greedy,
-                                 random): the rollouts are played by P instead, SPEC's move is the one kept
+                                 standard errors plays no more of them
 ``ismcts[:N[,OPT...][:SPEC]]``   information-set MCTS (:mod:`.ismcts`), N iterations per move (default 200),
                                  rollouts by SPEC (default: random moves); options ``prior`` (SPEC also biases
                                  the tree), ``bias=B`` (its weight, default 1), ``c=C`` (UCB exploration, 0.7)
@@ -39,18 +38,17 @@ and ``rollout:K:heuristic`` is ``rollout:K``. A bad spec is one ``ValueError`` n
 from __future__ import annotations
 
 import os
+import threading
 
 from .base import RandomPolicy
 
 POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]",
-                "rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]", "endgame[:K]:SPEC",
+                "rollout[:K[,z=Z][,drop=D][:SPEC]]", "endgame[:K]:SPEC",
                 "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
 #: options of the count field, per search: name -> whether it takes a value
-_OPTIONS = {"rollout": {"z": True, "by": True, "drop": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
-#: options whose value is a policy named by a word, and the words allowed
-_WORD_OPTIONS = {"by": ("heuristic", "greedy", "random")}
+_OPTIONS = {"rollout": {"z": True, "drop": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
 
 
 def accepted_specs() -> str:
@@ -119,12 +117,7 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
             what = (f"option {key} takes a value ({key}=VALUE)" if key in known and known[key] else
                     f"option {key} takes no value" if key in known else f"unknown option {opt!r}")
             raise ValueError(f"bad policy spec {spec!r}: {what} for {name} (options: {forms}); {accepted_specs()}")
-        if key in _WORD_OPTIONS:                            # a policy named by a word, e.g. by=heuristic
-            if value.strip() not in _WORD_OPTIONS[key]:
-                raise ValueError(f"bad policy spec {spec!r}: option {key} takes one of "
-                                 f"{', '.join(_WORD_OPTIONS[key])}, not {value!r}; {accepted_specs()}")
-            options[key] = value.strip()
-        elif eq:
+        if eq:
             try:
                 options[key] = float(value)
             except ValueError:
@@ -147,18 +140,11 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
                       prior=bool(options.get("prior")), bias=options.get("bias", ISMCTS.DEFAULT_BIAS), name=label)
     from .rollout import RolloutPolicy
     n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
-    anchor = None
-    if "by" in options:             # by=P plays the rollouts; SPEC is the policy whose move the margin keeps
-        if base is None:
-            raise ValueError(f"bad policy spec {spec!r}: by=... plays the rollouts for a policy whose move it keeps; "
-                             f"name that policy, e.g. rollout:{n},z=1,by={options['by']}:pishti/ppo_2p; "
-                             f"{accepted_specs()}")
-        anchor, base = base, make_policy(options["by"], game, seed)
     if "drop" in options and not options.get("z"):
         raise ValueError(f"bad policy spec {spec!r}: drop=D drops the actions that trail the kept move, so it needs "
                          f"a margin, e.g. rollout:{n},z=1,drop={options['drop']:g}; {accepted_specs()}")
     return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label,
-                         anchor=anchor, drop=options.get("drop"))
+                         drop=options.get("drop"))
 
 
 def _endgame(spec: str, rest: str, game, seed):

@@ -77,7 +77,7 @@ class CollectorVecEnv(VecEnv):
     def __init__(self, cfg: dict, pool, start_method: str = "forkserver"):
         import multiprocessing as mp
         from .vec_env import _spaces
-        observation_space, action_space, g, size = _spaces(cfg["game"], cfg["settings"], cfg["network"]["critic"])
+        observation_space, action_space, g, size = _spaces(cfg["game"], cfg["settings"])
         super().__init__(cfg["n_envs"], observation_space, action_space)
         self.shapes = rollout_shapes(cfg["ppo"]["n_steps"], cfg["n_envs"], size, g.num_actions)
         ctx = mp.get_context(start_method)

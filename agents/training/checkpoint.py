@@ -121,7 +121,6 @@ def start_from_bot(model, mlp, source: str) -> None:
     """Put the network of a bot file (``init_from: BOT.onnx``, as :class:`~..policies.network.MLP`) into a new
     MaskablePPO run's actor: its hidden layers, output layer and action-feature head. The file holds no value
     network, so the critic keeps its fresh weights (expert iteration's fits, or PPO, train it)."""
-    import torch as th
     import torch.nn as nn
 
     policy = model.policy
@@ -130,18 +129,12 @@ def start_from_bot(model, mlp, source: str) -> None:
     layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
     layers.append(head.linear if scores is not None else head)
     copy_mlp(mlp, layers, scores, source)
-    with th.no_grad():
-        moves = getattr(head, "moves", None)
-        if mlp.move_layer is not None and moves is None:
-            raise ValueError(f"{source}: its network has a per-move layer; this config's has none (network.move_layer)")
-        if mlp.move_layer is not None:               # else the new layer starts at 0: the bot's own scores
-            moves.load_exported(mlp.move_layer, source)
 
 
 def copy_mlp(mlp, layers: list, scores, source: str) -> None:
     """Copy a bot file's network (:class:`~..policies.network.MLP`) into torch ``layers`` (``nn.Linear``, input
     first) and an action-feature head ``scores`` (a ``FeatureScores``, or None); a network of another shape is a
-    ``ValueError`` that names ``source``. Its per-move layer, if any, is the caller's."""
+    ``ValueError`` that names ``source``."""
     import torch as th
 
     from .action_features import GAIN

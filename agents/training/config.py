@@ -19,8 +19,6 @@ import yaml
 
 from kahve import envs
 
-from .critic import CRITICS, learner_observation_size
-
 
 @dataclass(frozen=True)
 class Field:
@@ -77,13 +75,6 @@ SCHEMA: dict = {
         "action_features": Field(bool, True, doc="for a game whose observation ends with a row of features per "
                                                  "action (Pâsur, Pişti), score every action from its row with shared "
                                                  "weights beside the MLP (docs/design.md); sb3 backend only"),
-        "move_layer": Field(int, 0, 0, 4096, doc="with action_features: a hidden layer of this width per move, over "
-                                                 "its row and the MLP's last hidden layer (0: the rows' scores are "
-                                                 "linear); docs/design.md"),
-        "critic": Field(str, "observation", choices=CRITICS,
-                        doc="what PPO's value network reads: the seat's observation; that and the other seats' "
-                            "hands; and also the next 12 stock cards (training only: the actor, and so the "
-                            "exported bot, reads the observation alone; Pâsur, Pişti, Pis Yedili; docs/design.md)"),
     },
     "ppo": {
         "learning_rate": Field(float, 3e-4, 1e-7, 1.0),
@@ -176,9 +167,6 @@ SCHEMA: dict = {
                             "network's bot file (docs/search.md)"),
         "generation_steps": Field(int, 0, 0, 10**8,
                                   doc="decisions labelled per generation; 0: as many as dagger_steps (or steps)"),
-        "generation_learning_rate": Field(float, 0.0, 0.0, 1.0,
-                                          doc="the learning rate of each generation's fit (a search's labels are "
-                                              "noisier than the heuristic's); 0: pretrain.learning_rate"),
     },
     "opponents": {
         "pool": Field(list, OPPONENT_DEFAULT, doc="[{policy: SPEC, weight: W}, ...]"),
@@ -207,6 +195,12 @@ SCHEMA: dict = {
         "settings": Field(dict, {}, doc="settings changed for evaluation, e.g. {episode: match}"),
     },
 }
+
+
+#: keys removed from :data:`SCHEMA`, with the default they had: older run folders' config.yaml (read to resume, to
+#: export and by init_from) carry them, and at that value they changed nothing, so :func:`_merge` drops them
+#: there; any other value asks for what kahve no longer does, an error
+RETIRED = {"network.critic": "observation", "network.move_layer": 0, "pretrain.generation_learning_rate": 0.0}
 
 
 def defaults(schema: dict = SCHEMA) -> dict:
@@ -238,6 +232,11 @@ def _merge(schema: dict, base: dict, user: Any, path: str = "") -> dict:
     out = dict(base)
     for key, value in user.items():
         full = f"{path}.{key}" if path else str(key)
+        if full in RETIRED:
+            if value != RETIRED[full]:
+                raise ValueError(f"config key {full!r}: removed from kahve; {value!r} is no longer supported (only "
+                                 f"its old default {RETIRED[full]!r} is accepted, and ignored)")
+            continue
         if key not in schema:
             close = difflib.get_close_matches(str(key), list(schema), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -256,7 +255,7 @@ def _check_settings(where: str, settings: dict) -> None:
             raise ValueError(f"config key {where!r}: setting names are words (e.g. players), got {name!r}")
 
 
-def _check_semantics(cfg: dict) -> None:
+def _check_semantics(cfg: dict, init_later: bool = False) -> None:
     if cfg["game"] is None:
         raise ValueError("config key 'game' is required; one of: " + ", ".join(envs.GAMES))
     _check_device(cfg["device"])
@@ -304,23 +303,15 @@ def _check_semantics(cfg: dict) -> None:
     except (ValueError, FileNotFoundError) as err:
         raise ValueError(f"config key 'pretrain.teacher': {err}") from None
     if cfg["pretrain"]["generations"]:
-        if not cfg["pretrain"]["steps"] and not cfg["init_from"]:
+        if not cfg["pretrain"]["steps"] and not cfg["init_from"] and not init_later:
             raise ValueError("config key 'pretrain.generations': expert iteration starts from behaviour cloning or "
                              "from another network; set pretrain.steps or init_from too")
         try:   # the student is a network of this game; the heuristic stands in for it to check the spec's form
             make_policy(cfg["pretrain"]["search"].replace("{student}", "heuristic"), game, 0)
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"config key 'pretrain.search': {err}") from None
-    if cfg["network"]["critic"] != "observation":
-        where = "config key 'network.critic'"
-        if cfg["algorithm"] != "ppo" or cfg["backend"] != "sb3":
-            raise ValueError(f"{where}: a critic that sees the hands trains with algorithm ppo and backend sb3 only")
-        try:
-            learner_observation_size(game, cfg["network"]["critic"])
-        except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
-    if cfg["init_from"]:
-        _check_init_from(cfg)
+    if cfg["init_from"] and not init_later:
+        check_init_from(cfg)
     if cfg["algorithm"] == "ppo" and cfg["ppo"]["batch_size"] > cfg["ppo"]["n_steps"] * cfg["n_envs"]:
         raise ValueError(f"config key 'ppo.batch_size': {cfg['ppo']['batch_size']} is larger than one rollout "
                          f"(ppo.n_steps x n_envs = {cfg['ppo']['n_steps'] * cfg['n_envs']})")
@@ -332,12 +323,6 @@ def _check_semantics(cfg: dict) -> None:
     if cfg["backend"] == "rllib" and cfg["algorithm"] != "ppo":
         raise ValueError(f"config key 'backend': rllib trains algorithm ppo only, not {cfg['algorithm']!r} (the "
                          "masked DQN: backend sb3)")
-    if cfg["network"]["move_layer"] and not (cfg["algorithm"] == "ppo" and cfg["network"]["action_features"]
-                                             and game.action_feature_size):
-        raise ValueError(f"config key 'network.move_layer': a per-move layer extends PPO's action-feature head "
-                         f"(algorithm ppo, network.action_features true, a game with action features); this config "
-                         f"trains {cfg['algorithm']} on {cfg['game']} with action_features "
-                         f"{cfg['network']['action_features']}")
     if cfg["backend"] == "rllib" and cfg["network"]["action_features"] and game.action_feature_size:
         raise ValueError(f"config key 'network.action_features': the action-feature head trains with backend sb3 "
                          f"only; set it to false to train {cfg['game']} with rllib (a plain MLP)")
@@ -345,8 +330,7 @@ def _check_semantics(cfg: dict) -> None:
 
 
 #: what a run started from another run's network must share with it
-INIT_SHARED = ("game", "algorithm", "network.hidden", "network.activation", "network.action_features",
-               "network.move_layer", "network.critic")
+INIT_SHARED = ("game", "algorithm", "network.hidden", "network.activation", "network.action_features")
 
 
 def init_bot(cfg: dict):
@@ -361,7 +345,7 @@ def init_bot(cfg: dict):
     return checkpoints.find(name)
 
 
-def _check_init_from(cfg: dict) -> None:
+def check_init_from(cfg: dict) -> None:
     """``init_from`` names a run folder with a checkpoint, of the same game, algorithm and network, or a PPO bot
     file of this game whose network has this config's shape."""
     from .run_dir import RunDir
@@ -413,10 +397,6 @@ def _check_init_bot(cfg: dict, path: Path, where: str) -> None:
         raise ValueError(f"{where}: {path} has network.hidden {hidden}, activation {mlp.activation}, action "
                          f"features {theirs[2]}; this config {cfg['network']['hidden']}, "
                          f"{cfg['network']['activation']}, {features}")
-    width = 0 if mlp.move_layer is None else len(mlp.move_layer["move_out"])
-    if width and width != cfg["network"]["move_layer"]:     # a bot without the layer may gain one (it starts at 0)
-        raise ValueError(f"{where}: {path} has a per-move layer {width} wide; this config's network.move_layer is "
-                         f"{cfg['network']['move_layer']}")
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -575,16 +555,19 @@ def _expand_output(cfg: dict) -> str:
     return out
 
 
-def resolve(raw: dict) -> dict:
-    """Defaults + the user's tree, validated. Returns the full resolved config."""
+def resolve(raw: dict, init_later: bool = False) -> dict:
+    """Defaults + the user's tree, validated. Returns the full resolved config. ``init_later``: the network to
+    start from is named when the run starts (a recipe's later stage, :mod:`.recipe`), so ``init_from`` is checked
+    then."""
     cfg = _merge(SCHEMA, defaults(), raw)
-    _check_semantics(cfg)
+    _check_semantics(cfg, init_later)
     cfg["output"] = _expand_output(cfg)
     return cfg
 
 
-def load(path, overrides: list[str] | None = None) -> dict:
-    """Read, override and validate a YAML config file."""
+def read_file(path) -> tuple[Path, dict]:
+    """A config file's path (a shipped config's name, e.g. pishti/ppo, finds the one in the package) and its
+    tree, read with the duplicate-refusing safe loader."""
     path = Path(path)
     if not path.is_file():
         from kahve import configs
@@ -597,6 +580,15 @@ def load(path, overrides: list[str] | None = None) -> dict:
     raw = read_yaml(path.read_text(), str(path)) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a config is a mapping of keys, got {type(raw).__name__}")
+    return path, raw
+
+
+def load(path, overrides: list[str] | None = None) -> dict:
+    """Read, override and validate a YAML config file of one training run (a recipe, with stages, is read by
+    :func:`.recipe.load_recipe`)."""
+    path, raw = read_file(path)
+    if "stages" in raw:
+        raise ValueError(f"{path} is a recipe (a config with stages): run it with kahve train {path}")
     return resolve(apply_overrides(raw, overrides or []))
 
 
@@ -604,7 +596,7 @@ def load(path, overrides: list[str] | None = None) -> dict:
 #: keys a resumed run cannot change: they fix the game, the network's shape or where the run lives; and the
 #: opponent pool, which the checkpoint holds with its snapshots (a changed pool would be silently ignored)
 FIXED_ON_RESUME = ("game", "settings", "algorithm", "backend", "network.hidden", "network.activation",
-                   "network.action_features", "network.move_layer", "network.critic", "opponents.pool", "output")
+                   "network.action_features", "opponents.pool", "output")
 #: and for DQN, the replay buffer's layout (and the dueling head's parameters)
 FIXED_ON_RESUME_DQN = ("n_envs", "dqn.buffer_size", "dqn.prioritized", "dqn.dueling")
 

@@ -148,7 +148,7 @@ def split(n: int, workers: int) -> list[range]:
     return [range(bounds[w], bounds[w + 1]) for w in range(workers)]
 
 
-def _worker(conn, game, settings, pool, seeds, span, buffers, shapes, critic="observation") -> None:
+def _worker(conn, game, settings, pool, seeds, span, buffers, shapes) -> None:
     # Ctrl-C is the learner's to handle (it checkpoints, then ends this process); dying on it would leave the
     # pipe with half a message
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -157,7 +157,7 @@ def _worker(conn, game, settings, pool, seeds, span, buffers, shapes, critic="ob
     try:
         full = {name: shared_view(buffers[name], ARRAYS[name][0], shapes[name]) for name in ARRAYS}
         mine = {name: arr[span.start:span.stop] for name, arr in full.items()}
-        envs = [LearnerEnv(game, settings, pool, seed=s, critic=critic) for s in seeds]
+        envs = [LearnerEnv(game, settings, pool, seed=s) for s in seeds]
         batch = GameBatch(envs, mine)
     except BaseException:
         conn.send_bytes(b"e" + traceback.format_exc().encode())

@@ -26,7 +26,6 @@ import numpy as np
 
 from kahve import envs
 
-from .critic import critic_view, learner_observation_size
 from .opponents import OpponentPool, batch_group
 from ..policies.base import decide
 
@@ -35,15 +34,10 @@ class LearnerEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, game: str, settings: dict | None = None, pool: OpponentPool | None = None,
-                 seed: int | None = None, render_mode: str | None = None, critic: str = "observation"):
-        """``critic='hands'`` (``'hands_stock'``): each observation is followed by the other seats' hands (and the
-        next stock cards), for a critic that sees them in training (:mod:`.critic`; the actor reads the seat's
-        observation alone)."""
+                 seed: int | None = None, render_mode: str | None = None):
         self.game = envs.game_class(game)(**(settings or {}))
         g = self.game
-        self.critic = critic
-        size = learner_observation_size(g, critic)
-        self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32)
+        self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), np.float32)
         self.action_space = gym.spaces.Discrete(g.num_actions)
         self.pool = pool or OpponentPool([("random", 1.0)])
         self.render_mode = render_mode
@@ -180,12 +174,7 @@ class LearnerEnv(gym.Env):
         return obs, float(reward), terminated, truncated, info
 
     def _observe(self) -> np.ndarray:
-        """The learner's observation (then, for the critic, what :func:`critic_view` adds)."""
-        seat = self._my_seat
-        obs = self.state.observation(seat)
-        if self.critic == "observation":
-            return obs
-        return np.concatenate([obs, critic_view(self.state, seat, self.critic)])
+        return self.state.observation(self._my_seat)
 
     def action_masks(self) -> np.ndarray:
         """The mask of the observation last returned (computed once per step: SB3 asks again)."""

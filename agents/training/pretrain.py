@@ -53,13 +53,12 @@ def _count_into(counter) -> None:
 
 def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teacher: str, steps: int,
                            gamma: float, seed: int, workers: int = 1, actor: MLP | None = None,
-                           progress=None, critic: str = "observation") -> dict:
+                           progress=None) -> dict:
     """Play ``steps`` learner decisions with ``teacher`` in the learner's seat, in ``workers`` processes
     (a search teacher such as ``rollout:8`` costs milliseconds per decision). With ``actor`` (DAgger), the
     actor's greedy choice is played and the teacher only labels each state; ``agree`` says where they chose
     the same. ``progress(done, total)`` is called as decisions are labelled (the workers count into one
-    shared integer, read twice a second). With ``critic='hands'`` the observations kept carry the other hands
-    after the seat's own (:mod:`.critic`); the teacher and the actor see the seat's own only."""
+    shared integer, read twice a second)."""
     if workers > 1:
         import multiprocessing
         share = -(-steps // workers)
@@ -69,7 +68,7 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
         # SIGINT themselves and leave it to this process
         with context.Pool(workers, initializer=_count_into, initargs=(counted,)) as processes:
             jobs = [processes.apply_async(collect_demonstrations, (game, settings, pool, teacher, share, gamma,
-                                                                   seed * 1009 + w, 1, actor, None, critic))
+                                                                   seed * 1009 + w, 1, actor, None))
                     for w in range(workers)]
             while any(not job.ready() for job in jobs):
                 next(job for job in jobs if not job.ready()).wait(0.5)
@@ -81,8 +80,7 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     from ..threads import limit_threads
     limit_threads()
-    env = LearnerEnv(game, settings, pool, seed=seed, critic=critic)
-    seen = env.game.observation_size                   # what a seat sees: the teacher's and the actor's input
+    env = LearnerEnv(game, settings, pool, seed=seed)
     policy = make_policy(teacher, env.game, seed)
     player = NetworkPolicy(actor, seed=seed) if actor is not None else None
     obs_l, mask_l, act_l, ret_l, agree_l = [], [], [], [], []
@@ -91,8 +89,8 @@ def collect_demonstrations(game: str, settings: dict, pool: OpponentPool, teache
         rewards, done = [], False
         while not done:
             mask = env.action_masks()
-            a = policy.act(obs[:seen], mask, env.state)
-            played = a if player is None else player.act(obs[:seen], mask)
+            a = policy.act(obs, mask, env.state)
+            played = a if player is None else player.act(obs, mask)
             obs_l.append(obs)
             mask_l.append(mask)
             act_l.append(a)
@@ -215,14 +213,13 @@ class Cloning:
             return collect_demonstrations(cfg["game"], cfg["settings"], self.pool, teacher, steps,
                                           cfg[cfg["algorithm"]]["gamma"], seed,
                                           workers=min(cfg["n_envs"], os.cpu_count() or 1), actor=actor,
-                                          progress=update, critic=cfg["network"]["critic"])
+                                          progress=update)
 
-    def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None,
-             learning_rate: float | None = None) -> dict:
+    def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None) -> dict:
         pre = self.cfg["pretrain"]
         data = self.demonstrations if data is None else data
         with progress_bar(f"{stage}: fitting {len(data['actions']):,} decisions", self.show_progress) as update:
-            return fit_demonstrations(model, data, epochs, pre["batch_size"], learning_rate or pre["learning_rate"],
+            return fit_demonstrations(model, data, epochs, pre["batch_size"], pre["learning_rate"],
                                       seed, log=self.log, progress=update)
 
     def run(self, model, show_progress: bool = False) -> dict:
@@ -310,8 +307,7 @@ class Cloning:
         parts = [labels] + [self.check_demonstrations(load_npz(self.run_dir.generation_labels(k)),
                                                       self.run_dir.generation_labels(k)) for k in range(1, g)]
         data = {key: np.concatenate([p[key] for p in parts]) for key in DEMONSTRATION_ARRAYS}
-        done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data,
-                                  pre["generation_learning_rate"])
+        done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data)
         done["generations"].append({"generation": g, "states": len(labels["actions"]),
                                     "played_like_teacher": float(labels["agree"].mean()),
                                     "fitted_on": len(data["actions"]), "seconds": time.perf_counter() - t})

@@ -34,13 +34,13 @@ from .pretrain import Cloning
 from .run_dir import Checkpoint, RunDir, load_npz, save_npz
 
 
-def _make_env(game, settings, pool, seed, own_process: bool = False, critic: str = "observation"):
+def _make_env(game, settings, pool, seed, own_process: bool = False):
     def make():
         if own_process:
             # an env process of SubprocVecEnv: Ctrl-C is the learner's to handle (it checkpoints, then ends
             # this process); dying on it would leave the learner's pipes with half a message
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return LearnerEnv(game, settings, pool, seed=seed, critic=critic)
+        return LearnerEnv(game, settings, pool, seed=seed)
     return make
 
 
@@ -62,15 +62,13 @@ def build_vec_env(cfg: dict, pool: OpponentPool):
     layout, n = cfg["vec_env"], cfg["n_envs"]
     seeds = [cfg["seed"] * 1000 + i for i in range(n)]
     scale = ppo_reward_scale(cfg)
-    critic = cfg["network"]["critic"]
     if layout == "batched":
-        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds, critic), scale)
+        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds), scale)
     if layout == "shared":
         workers = cfg.get("env_workers") or default_workers()
-        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers,
-                                                      critic=critic), scale)
+        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers), scale)
     subprocesses = layout == "subproc" and n > 1
-    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses, critic) for s in seeds]
+    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses) for s in seeds]
     if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:
@@ -95,16 +93,12 @@ def build_model(cfg: dict, vec, run_dir):
     if cfg["network"]["action_features"] and game.action_feature_size:
         from .action_features import feature_layout
         features = dict(action_features=feature_layout(game))
-        if cfg["network"]["move_layer"]:                 # PPO only (the config refuses it for DQN)
-            features["move_layer"] = cfg["network"]["move_layer"]
     if cfg["algorithm"] == "ppo":
         if cfg.get("async_rollouts"):
             from .async_rollouts import OverlappedMaskablePPO as MaskablePPO
         else:
             from sb3_contrib import MaskablePPO
         policy = "MlpPolicy"
-        if cfg["network"]["critic"] != "observation":   # the critic also sees the other hands (.critic)
-            features["actor_inputs"] = game.observation_size
         if features:
             from .action_features import PPOPolicy as policy
         ppo = {k: v for k, v in cfg["ppo"].items() if k != "reward_scale"}

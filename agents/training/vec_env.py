@@ -38,16 +38,15 @@ from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
-from .critic import learner_observation_size
 from .learner_env import LearnerEnv
 from .opponents import OpponentPool
 
 
-def _spaces(game: str, settings: dict, critic: str = "observation"):
+def _spaces(game: str, settings: dict):
     """(observation space, action space, game, observation size) of the learner's view (:class:`LearnerEnv`)."""
     from kahve import envs
     g = envs.game_class(game)(**(settings or {}))
-    size = learner_observation_size(g, critic)
+    size = g.observation_size
     return gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32), gym.spaces.Discrete(g.num_actions), g, size
 
 
@@ -95,10 +94,10 @@ class _KahveVecEnv(VecEnv):
 class BatchedVecEnv(_KahveVecEnv):
     """N games in the learner's process (``vec_env: batched``); see the module's doc."""
 
-    def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int], critic: str = "observation"):
-        observation_space, action_space, g, size = _spaces(game, settings, critic)
+    def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int]):
+        observation_space, action_space, g, size = _spaces(game, settings)
         super().__init__(len(seeds), observation_space, action_space)
-        self.envs = [LearnerEnv(game, settings, pool, seed=s, critic=critic) for s in seeds]
+        self.envs = [LearnerEnv(game, settings, pool, seed=s) for s in seeds]
         self.a = allocate(len(seeds), size, g.num_actions)
         self.batch = GameBatch(self.envs, self.a)
 
@@ -132,9 +131,9 @@ class SharedMemoryVecEnv(_KahveVecEnv):
     doc. ``processes`` and ``closed`` are what the trainer needs to end the workers after Ctrl-C."""
 
     def __init__(self, game: str, settings: dict, pool: OpponentPool, seeds: list[int], workers: int,
-                 start_method: str = "forkserver", critic: str = "observation"):
+                 start_method: str = "forkserver"):
         import multiprocessing as mp
-        observation_space, action_space, g, size = _spaces(game, settings, critic)
+        observation_space, action_space, g, size = _spaces(game, settings)
         n = len(seeds)
         super().__init__(n, observation_space, action_space)
         ctx = mp.get_context(start_method)
@@ -153,7 +152,7 @@ class SharedMemoryVecEnv(_KahveVecEnv):
                 parent, child = ctx.Pipe()
                 process = ctx.Process(target=_worker, daemon=True, name=f"kahve-env-{span.start}",
                                       args=(child, game, settings, pool, [seeds[i] for i in span], span, buffers,
-                                            shapes, critic))
+                                            shapes))
                 process.start()
                 child.close()
                 self.processes.append(process)

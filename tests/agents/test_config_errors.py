@@ -3,6 +3,8 @@ naming the key, before any work starts (issue 16)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kahve.agents.training import config as config_mod
@@ -89,3 +91,31 @@ def test_yaml_that_would_build_python_objects_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not valid YAML"):
         config_mod.load(f)
     assert not marker.exists()
+
+
+# the shipped bots' runs and older run folders wrote these keys, at these values, into config.yaml
+RETIRED_AT_DEFAULT = {"network": {"hidden": [64], "move_layer": 0, "critic": "observation"},
+                      "pretrain": {"generation_learning_rate": 0.0}}
+
+
+def test_a_saved_config_with_removed_keys_at_their_old_defaults_still_resumes_and_exports():
+    saved = {**PISHTI, **RETIRED_AT_DEFAULT}
+    for cfg in (config_mod.resolve(saved), config_mod.for_resume(saved, ["total_timesteps=5000"]),
+                config_mod.saved_config(saved)):
+        assert "critic" not in cfg["network"] and "move_layer" not in cfg["network"]
+        assert "generation_learning_rate" not in cfg["pretrain"] and cfg["network"]["hidden"] == [64]
+
+
+@pytest.mark.parametrize("key,value", [("network.critic", "hands"), ("network.move_layer", 8),
+                                       ("pretrain.generation_learning_rate", 1e-4)])
+def test_a_removed_key_at_another_value_is_a_one_line_error(key, value):
+    section, name = key.split(".")
+    match = re.escape(f"config key '{key}': removed from kahve; {value!r} is no longer supported")
+    for load in (lambda: config_mod.resolve({**PISHTI, section: {name: value}}),
+                 lambda: config_mod.resolve(config_mod.apply_overrides(PISHTI, [f"{key}={value}"])),
+                 lambda: config_mod.saved_config({**PISHTI, section: {name: value}})):
+        with pytest.raises(ValueError, match=match) as err:
+            load()
+        assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=f"^config.yaml: config key '{key}': removed"):
+        config_mod.for_resume({**PISHTI, section: {name: value}}, [], source="config.yaml")

@@ -69,22 +69,6 @@ def test_the_search_of_expert_iteration_is_checked_when_the_config_loads():
         config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml", [*TINY, "pretrain.steps=0"])
 
 
-def test_generation_fits_use_their_own_learning_rate(tmp_path, monkeypatch):
-    import kahve.agents.training.pretrain as pretrain
-    rates = []
-    real = pretrain.fit_demonstrations
-
-    def recording(model, data, epochs, batch_size, learning_rate, seed, **kw):
-        rates.append(learning_rate)
-        return real(model, data, epochs, batch_size, learning_rate, seed, **kw)
-    monkeypatch.setattr(pretrain, "fit_demonstrations", recording)
-    cfg = config_mod.load(ROOT / "configs" / "pishti" / "ppo.yaml",
-                          [*TINY, "pretrain.generations=1", "pretrain.generation_learning_rate=0.00002",
-                           f"output={tmp_path / 'run'}"])
-    train(cfg, progress=False, log=lambda *a: None)
-    assert rates == [cfg["pretrain"]["learning_rate"], 0.00002]      # the cloning's, then the generation's
-
-
 # ----- expert iteration from a bot file (init_from: BOT) -------------------------------------------------------------
 FROM_BOT = [*TINY, "pretrain.steps=0", "pretrain.generations=1", "pretrain.search=endgame:4:{student}",
             "init_from=pishti/ppo_2p"]

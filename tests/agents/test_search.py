@@ -82,9 +82,7 @@ def test_a_bot_path_with_colons_is_split_on_the_first_two_only(tmp_path):
     ("ismcts:x:heuristic", "positive iteration count"),
     ("rollout:4:rando", "unknown policy spec 'rando'"),
     ("heuristic:hard", "a level takes a bot file"),
-    ("rollout:8,by=heuristic", "name that policy"),
-    ("rollout:8,by=search:heuristic", "option by takes one of heuristic, greedy, random"),
-    ("rollout:8,by:heuristic", "option by takes a value"),
+    ("rollout:8,by=heuristic", "unknown option 'by=heuristic'"),
     ("random:easy", "a level takes a bot file"),
     ("rollout:8,drop=0.5", "needs a margin"),
     ("rollout:8,z=1,drop=x", "option drop takes a number"),
@@ -92,7 +90,7 @@ def test_a_bot_path_with_colons_is_split_on_the_first_two_only(tmp_path):
 def test_bad_search_and_level_specs_name_the_accepted_forms(spec, match):
     with pytest.raises(ValueError, match=match) as err:
         make_policy(spec, pishti())
-    assert "rollout[:K[,z=Z][,drop=D][,by=P][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
+    assert "rollout[:K[,z=Z][,drop=D][:SPEC]]" in str(err.value) and "BOT:easy|medium|hard" in str(err.value)
 
 
 def test_a_missing_inner_bot_is_a_missing_file():
@@ -201,27 +199,6 @@ def test_an_action_trails_when_its_paired_advantage_is_below_minus_drop_standard
     assert trails([1.0, 1.0], [2.0, 2.0], 1000)        # behind in every world by the same amount
     assert not trails([0.0, 2.0], [1.0, 1.0], 0.0)     # level on average
     assert not trails([0.0], [9.0], 0.0)               # one world gives no spread
-
-
-def test_rollouts_by_another_policy_keep_the_named_policys_move():
-    # by=P: P plays the rollouts, and the margin keeps the named policy's move (the anchor), not P's
-    g = pishti()
-    keep = make_policy(f"rollout:4,z=1000,by=heuristic:{BOT}", g, 2)
-    assert isinstance(keep.base, type(heuristic_for(g, 0))) and keep.anchor is not None
-    plain = make_policy(f"rollout:4,z=0,by=heuristic:{BOT}", g, 2)
-    same = make_policy("rollout:4", g, 2)          # by=heuristic with no margin: the plain search over the heuristic
-    network, heuristic = make_policy(BOT, g, 0), heuristic_for(g, 0)
-    st = g.new_state(4)
-    differs = checked = 0
-    while st.current_player is not None:
-        legal = st.legal_actions()
-        if len(legal) > 1:
-            assert keep.act(None, None, st) == decide(network, st)
-            assert plain.act(None, None, st) == same.act(None, None, st)
-            differs += decide(network, st) != heuristic.choose(st, legal)
-            checked += 1
-        st.apply(heuristic.choose(st, legal))
-    assert checked >= 10 and differs > 0          # the network and the heuristic disagreed: the anchor mattered
 
 
 def test_deal_values_flip_penalties():

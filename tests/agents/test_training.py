@@ -18,10 +18,11 @@ from kahve.agents.training import config as config_mod
 from kahve.agents.training.dqn import masked_max, masked_td_target
 from kahve.agents.training.opponents import OpponentPool
 from kahve.agents.training.learner_env import LearnerEnv
-from tests.helpers import popen_train
+from tests.helpers import HANG_S, popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = sorted((ROOT / "configs").glob("*/*.yaml"))
+#: the configs of one training run (a recipe, with stages, is tests/agents/test_recipes.py's)
+CONFIGS = sorted(p for p in (ROOT / "configs").glob("*/*.yaml") if "\nstages:" not in p.read_text())
 TINY = ["total_timesteps=256", "n_envs=2", "vec_env=dummy", "ppo.n_steps=64", "ppo.batch_size=64",
         "dqn.learning_starts=64", "dqn.buffer_size=1000", "evaluation.games=2", "evaluation.every=0",
         "evaluation.workers=1", "checkpoint_every=128", "opponents.self_play.every=0", "pretrain.steps=0"]
@@ -196,7 +197,7 @@ def test_masked_dqn_stores_the_mask_of_each_next_observation():
 # ----- runs -----------------------------------------------------------------------------------------------------
 def _train(args, cwd):
     return subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[f"{p.parent.name}/{p.name}" for p in CONFIGS])
@@ -320,12 +321,13 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     proc = popen_train([str(cfg), "--no-progress", "--override", "total_timesteps=10000000", "n_envs=1",
                         "checkpoint_every=100000000", "evaluation.every=0", "pretrain.steps=0", f"output={out}"],
                        tmp_path)
-    deadline = time.time() + 120
-    while not (out / "tb").is_dir() and time.time() < deadline:
+    deadline = time.time() + HANG_S                 # TensorBoard's folder: learning has started
+    while not (out / "tb").is_dir() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.5)
+    assert (out / "tb").is_dir(), proc.communicate()[1][-3000:] if proc.poll() is not None else "no tb folder"
     time.sleep(4)                                   # let it train a little
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and summary["steps"] > 0

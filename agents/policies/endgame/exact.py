@@ -47,7 +47,7 @@ class EngineSolver:
         opponent plays uniformly at random and the side goes on choosing as here: its best moves against perfect
         play, and among them the one worth most against random (:func:`solve_lines`). A move that is no worse
         against a perfect opponent and gives a fallible one more ways to go wrong is worth more (docs/search.md,
-        "Pâsur's last hand: among equal moves")."""
+        "What it gives")."""
         side = self.game.sides[world.current_player]
         sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
         return {a: sign * lines[side] for a, (_, lines) in move_lines(self.game, world, moves).items()}

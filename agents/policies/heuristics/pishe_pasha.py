@@ -4,7 +4,7 @@
 2. PLACE a pending card on the opponent's pile rather than KEEP it (the turn goes on, PP-1).
 3. Otherwise TURN.
 
-``docs/pishe_pasha_give.md`` measures always-give against two hold-back policies.
+``docs/bots.md`` ("pishe_pasha/ppo") gives what always-give won against two hold-back policies.
 """
 
 from __future__ import annotations
