@@ -6,7 +6,7 @@ parallelise with processes instead. ``KAHVE_THREADS`` overrides the number.
 
 numpy's OpenBLAS reads ``OPENBLAS_NUM_THREADS`` only when numpy is first imported, which in kahve is before any
 config is read, so :func:`limit_threads` also sets its thread count at run time: network opponents decide for
-many games in one numpy matrix product (agents/training/vec_env.py), and OpenBLAS's default of a thread per core
+many games in one numpy matrix product (agents/training/sb3/vec_env.py), and OpenBLAS's default of a thread per core
 made that 8x slower on a busy 2-core machine (674 instead of 83 us per learner step with four self-play
 snapshots in the pool).
 """

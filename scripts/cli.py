@@ -18,12 +18,27 @@ COMMANDS = {
     "replay": ("replay", "step through a recorded game (kahve play/evaluate --record) in the terminal"),
     "bench": ("bench", "measure random-play throughput of the engines and the AEC API"),
     "serve": ("serve", "a local web table: play any game against the bots in a browser"),
+    "configs": ("configs", "list the shipped training configs, print one, or copy one to edit (-o FILE)"),
 }
+
+
+class _Version(argparse.Action):
+    """``kahve --version``: the installed distribution's version (pyproject.toml's, its one source; ``kahve`` is a
+    namespace package, no module of its own holds it), read only when asked so every other command starts fast."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print kahve's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import version
+        print(f"kahve {version('kahve')}")            # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="kahve", description="Coffeehouse card games for reinforcement learning.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     parsers = {name: sub.add_parser(name, help=help_text, description=help_text)
                for name, (_, help_text) in COMMANDS.items()}

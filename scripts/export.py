@@ -29,7 +29,8 @@ def run(args) -> int:
     from kahve.agents.policies.bot import export_onnx
     from kahve.agents.policies.network import MLP
     from kahve.agents.training import config as config_mod
-    from kahve.agents.training.run_dir import RunDir, load_npz
+    from kahve.agents.training.run_dir import RunDir
+    from kahve.agents.training.files import load_npz
 
     if args.levels < 0 or (args.levels and args.report is None):
         raise ValueError("--levels PAIRS adds the difficulty levels to the report: give --report too, and PAIRS >= 1")
@@ -48,7 +49,7 @@ def run(args) -> int:
             raise ValueError(f"{run_dir.policy}: not a network file ({err})") from None
         steps, evaluation, wall = summary["steps"], summary.get("evaluation", {}), summary.get("wall_seconds_total")
     elif ck is not None:
-        from kahve.agents.training.trainer import model_from_checkpoint
+        from kahve.agents.training.backends import model_from_checkpoint
         model = model_from_checkpoint(cfg, run_dir, ck)
         mlp = MLP.from_sb3(model)
         steps, evaluation, wall = state["steps"], state.get("last_eval") or {}, state.get("wall_seconds")
@@ -61,7 +62,7 @@ def run(args) -> int:
         if ck is None:
             raise FileNotFoundError(f"{run_dir} has no checkpoint to write in SB3's format")
         if model is None:
-            from kahve.agents.training.trainer import model_from_checkpoint
+            from kahve.agents.training.backends import model_from_checkpoint
             model = model_from_checkpoint(cfg, run_dir, ck)
         model.save(args.sb3)
         print(f"wrote {args.sb3}: stable-baselines3's format, step {state['steps']:,} (a pickle: loading it runs "

@@ -23,7 +23,7 @@ def run(args) -> int:
 
     from kahve.agents.training import config as config_mod
     from kahve.agents.training.run_dir import RunDir
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     from kahve.agents.training import recipe as recipe_mod
     recipe = cfg = None
     if args.resume:

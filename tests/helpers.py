@@ -13,6 +13,11 @@ import sys
 import numpy as np
 import onnx
 
+#: the one wall-clock limit a test puts on a command or a wait: a guard against a hang, never a speed bar. A test
+#: must not fail because the machine is slow or busy (CI's job itself has 90 minutes); what must stay fast is
+#: measured by `kahve bench`, not asserted in a test.
+HANG_S = 1800
+
 
 def random_game(game, seed: int, max_steps: int = 200_000, on_state=None, deck=None):
     """Play one random episode on the bare engine; ``on_state(state)`` sees every decision state.

@@ -64,3 +64,79 @@ def test_the_checker_sees_relative_and_lazy_imports():
     found = imports_of(ROOT / "agents" / "policies" / "specs.py")
     assert "kahve.agents.policies.base" in found          # `from .base import ...` at the top
     assert "kahve.agents.policies.ismcts" in found        # `from .ismcts import ...` inside a function
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Which kahve modules each module of envs/ and agents/ imports (lazy imports included). ``from P import m``
+    where ``P.m`` is a module is an edge to that module, not to the package ``P`` (loading ``P.m`` runs ``P``'s
+    ``__init__`` first in any case, so only what the import names is a dependency)."""
+    paths = {module_name(p): p for p in SOURCES if module_name(p).split(".")[1] in ("envs", "agents")}
+    graph = {}
+    for name, path in paths.items():
+        found = imports_of(path)
+        edges = {m for m in found if m in paths and m != name}
+        # a package named only because a submodule of it was imported from it
+        edges -= {p for p in edges if any(m.startswith(p + ".") and m in edges for m in found)
+                  and not _names_more_than_modules(path, p, paths)}
+        graph[name] = edges
+    return graph
+
+
+def _names_more_than_modules(path: Path, package: str, modules: dict) -> bool:
+    """Whether ``path`` imports from ``package`` some name that is not a submodule (a function, a class...)."""
+    here = module_name(path).split(".")
+    base_of = here if path.name == "__init__.py" else here[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = base_of[:len(base_of) - node.level + 1] if node.level else []
+            name = ".".join([*base, node.module] if node.module else base)
+            if name == package and any(f"{name}.{a.name}" not in modules for a in node.names):
+                return True
+        elif isinstance(node, ast.Import) and any(a.name == package for a in node.names):
+            return True
+    return False
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles_in_agents_and_envs():
+    assert cycles(module_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle_and_ignores_a_package_named_for_its_submodule():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    graph = module_graph()
+    # scripts aside, kahve.agents.training.recipe imports `from . import config as config_mod`: the edge is the
+    # module, and the package kahve.agents.training (whose __init__ imports nothing) is not a dependency
+    assert "kahve.agents.training.config" in graph["kahve.agents.training.recipe"]
+    assert "kahve.agents.training" not in graph["kahve.agents.training.recipe"]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -25,7 +27,7 @@ def tree_packages() -> set[str]:
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     (path,) = out.glob("kahve-*.whl")
     return zipfile.ZipFile(path)
@@ -46,8 +48,14 @@ def test_the_wheel_holds_every_package_and_the_shipped_data(wheel):
     assert in_wheel == tree_packages()
     for data in ("kahve/configs/pishti/ppo.yaml", "kahve/checkpoints/pishti/ppo_2p.onnx",
                  "kahve/checkpoints/pasur/ppo.md", "kahve/envs/pishti/guide.md",
-                 "kahve/scripts/web/static/index.html", "kahve/scripts/web/static/app.js"):
+                 "kahve/scripts/web/static/index.html", "kahve/scripts/web/static/app.js",
+                 # PEP 561 markers, one per package of the namespace (no kahve/__init__.py to hold one)
+                 "kahve/envs/py.typed", "kahve/agents/py.typed", "kahve/scripts/py.typed"):
         assert data in names
+    # every shipped config and bot, by the names `kahve configs` and Bot.load take
+    from kahve import checkpoints, configs
+    assert {f"kahve/configs/{name}.yaml" for name in configs.names()} <= set(names)
+    assert {f"kahve/checkpoints/{name}.onnx" for name in checkpoints.names()} <= set(names)
     # kahve itself is a namespace package: no kahve/__init__.py anywhere, so no root folder shadows the wheel
     assert "kahve/__init__.py" not in names
     assert not (ROOT / "kahve").exists()

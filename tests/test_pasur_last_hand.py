@@ -61,8 +61,8 @@ def test_a_tiny_fit_reports_every_epoch(tmp_path, capsys):
 
 def test_tree_nodes_carry_exact_values_that_agree_with_the_engine_solver(tmp_path):
     from kahve.agents.policies.endgame.exact import PasurLastHand
-    from kahve.agents.training.learner_env import LearnerEnv
-    from kahve.agents.training.opponents import OpponentPool
+    from kahve.agents.training.view.learner_env import LearnerEnv
+    from kahve.agents.training.view.opponents import OpponentPool
     env = LearnerEnv("pasur", tool.SETTINGS, OpponentPool([("random", 1.0)]), seed=4)
     env.reset()
     while env.state.stock:
@@ -83,8 +83,8 @@ def test_tree_nodes_carry_exact_values_that_agree_with_the_engine_solver(tmp_pat
 
 
 def test_tree_values_against_random_break_ties_among_the_best_moves_only():
-    from kahve.agents.training.learner_env import LearnerEnv
-    from kahve.agents.training.opponents import OpponentPool
+    from kahve.agents.training.view.learner_env import LearnerEnv
+    from kahve.agents.training.view.opponents import OpponentPool
     checked = narrowed = 0
     for seed in range(8):
         env = LearnerEnv("pasur", tool.SETTINGS, OpponentPool([("random", 1.0)]), seed=seed)
@@ -113,8 +113,8 @@ def test_tree_values_against_random_break_ties_among_the_best_moves_only():
 def test_the_bots_own_decisions_carry_both_values_of_every_legal_move(tmp_path):
     from kahve.agents.policies.endgame.exact import PasurLastHand
     from kahve.envs.pasur.rules import OBS_FINAL
-    from kahve.agents.training.learner_env import LearnerEnv
-    from kahve.agents.training.opponents import OpponentPool
+    from kahve.agents.training.view.learner_env import LearnerEnv
+    from kahve.agents.training.view.opponents import OpponentPool
     out = tmp_path / "decisions.npz"
     tool.collect_decisions(rounds=3, seed=5, out=str(out))
     data = np.load(out)

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 def test_a_short_soak_of_every_game_finds_no_failure():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "soak.py"), "--steps", "100000"],
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "no failures" in r.stdout, r.stdout[-2000:]

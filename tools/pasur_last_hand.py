@@ -66,8 +66,8 @@ from kahve import checkpoints, envs
 from kahve.agents.policies.bot import mlp_from_bot
 from kahve.agents.policies.endgame.exact import TIE, PasurLastHand, move_lines, solve_lines
 from kahve.agents.policies.specs import bot_path
-from kahve.agents.training.learner_env import LearnerEnv
-from kahve.agents.training.opponents import OpponentPool
+from kahve.agents.training.view.learner_env import LearnerEnv
+from kahve.agents.training.view.opponents import OpponentPool
 from kahve.agents.policies.card_attention import CardLayout
 from kahve.envs.pasur.rules import (MOVE_FEATURES, NUM_ACTIONS, NUM_CARDS, OBS_CLUBS, OBS_MINE, OBS_PICKED, OBS_PLAYED,
                                     OBS_POOL, OBS_REMAINING, OBS_SIZE, OBS_THEIRS, OBS_UNSEEN, PLAY, TAKE)

@@ -133,7 +133,7 @@ def fit(args) -> None:
     import torch as th
     from kahve.agents.policies.bot import bot_metadata, export_onnx
     from kahve.agents.policies.network import MLP
-    from kahve.agents.training.action_features import FeatureScores, feature_layout
+    from kahve.agents.training.sb3.action_features import FeatureScores, feature_layout
 
     th.manual_seed(args.seed)
     th.set_num_threads(1)
@@ -171,7 +171,7 @@ def fit(args) -> None:
     net = Net()
     if args.init:                                   # go on from a bot file's network (the same shape)
         from kahve.agents.policies.bot import mlp_from_bot
-        from kahve.agents.training.checkpoint import copy_mlp
+        from kahve.agents.training.sb3.checkpoint import copy_mlp
         start = mlp_from_bot(bot_path(args.init), feature_size=MOVE_FEATURES)
         refusal = f"{args.init}: not a {hidden}x{hidden} tanh network with this game's action-feature head"
         if start.activation != "tanh" or start.feature_offset != offset:

@@ -123,7 +123,7 @@ def aec_loop(env, seed: int = 0):
 
 def learner_loop(game: str, settings: dict, seed: int = 0):
     """(c) the single-agent training view: observation and mask per learner step, random opponents."""
-    from kahve.agents.training.learner_env import LearnerEnv
+    from kahve.agents.training.view.learner_env import LearnerEnv
 
     def run(deadline):
         env = LearnerEnv(game, settings, seed=seed)
@@ -172,7 +172,8 @@ def ppo_measure(game: str, repeats: int, overrides: list[str] = (), device: str 
     from kahve import configs
     from kahve.agents.training import config as config_mod
     from kahve.agents.threads import limit_threads
-    from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+    from kahve.agents.training.sb3.session import build_model, build_vec_env
+    from kahve.agents.training.session import pool_from_config
     torch.set_num_threads(limit_threads(1))       # and numpy's OpenBLAS, as kahve train does
 
     class Timed(VecEnvWrapper):

@@ -200,21 +200,18 @@ def _session(model):
 def _split_sessions(session, metadata: dict, path) -> tuple:
     """A bot file with an expert network (metadata ``expert_input``) as ``(main, expert, flag input)``: two sessions,
     observation -> ``main_logits`` and -> ``expert_logits``, each the part of the graph its output needs, cut out
-    by onnx's own extractor; checked against the whole graph (``session``) with the flag off and on. No expert: ()."""
+    by :func:`.onnx_cut.cut` (protobuf bytes, no ``onnx`` package: loading needs numpy and onnxruntime only);
+    checked against the whole graph (``session``) with the flag off and on. No expert: ()."""
     at = metadata.get("expert_input")         # checked by check_metadata
     if at is None:
         return ()
-    import onnx
-    from onnx.utils import Extractor
-    try:
-        model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))     # the extractor wants the tensors' shapes
-    except Exception as err:  # onnx raises protobuf's decode errors and its own
-        raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    from .onnx_cut import cut
+    model = Path(path).read_bytes()
     parts = []
     for output in ("main_logits", "expert_logits"):
         try:
-            parts.append(_session(Extractor(model).extract_model(["observation"], [output]).SerializeToString()))
-        except Exception as err:  # onnx and onnxruntime raise several types for a graph without that tensor
+            parts.append(_session(cut(model, output)))
+        except Exception as err:  # ValueError from the cut, onnxruntime's own types for a graph that does not load
             raise BotFileError(f"{path} says it has an expert network, but its graph has no {output!r} "
                                f"({type(err).__name__})") from None
     x = np.zeros((2, metadata["observation_size"]), np.float32)
@@ -227,6 +224,20 @@ def _split_sessions(session, metadata: dict, path) -> tuple:
     if not np.allclose(np.concatenate(halves), whole, atol=1e-4):
         raise BotFileError(f"{path}: its main and expert networks do not give the graph's logits (expert_input {at})")
     return parts[0], parts[1], at
+
+
+def bot_file(path) -> Path:
+    """The file of a bot: ``path`` if it is a file, else the shipped bot of that name (``pishti/ppo_2p``,
+    ``checkpoints/pishti/ppo_2p.onnx``: :func:`kahve.checkpoints.find`, the names every command takes), found
+    inside the installed package from any working directory. Neither is a one-line ``FileNotFoundError``."""
+    if Path(path).is_file():
+        return Path(path)
+    from kahve import checkpoints
+    shipped = checkpoints.find(str(path))
+    if shipped is None:
+        raise FileNotFoundError(f"no bot file at {path} and no shipped bot of that name; "
+                                f"{checkpoints.did_you_mean(str(path))}")
+    return shipped
 
 
 class Bot:
@@ -245,9 +256,7 @@ class Bot:
 
     @classmethod
     def read_metadata(cls, path) -> tuple[object, dict]:
-        path = str(path)
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"no bot file at {path}")
+        path = str(bot_file(path))
         try:
             session = _session(path)
             meta = json.loads(session.get_modelmeta().custom_metadata_map["kahve"])
@@ -265,7 +274,9 @@ class Bot:
 
     @classmethod
     def load(cls, path, game=None, temperature: float = 0.0, seed: int | None = None) -> "Bot":
-        """Load a bot file; with ``game`` (a Game object), check that the bot fits it."""
+        """Load a bot file (a path, or a shipped bot's name: :func:`bot_file`); with ``game`` (a Game object), check
+        that the bot fits it."""
+        path = bot_file(path)
         session, meta = cls.read_metadata(path)
         if game is not None:
             check_fits(meta, game, str(path))

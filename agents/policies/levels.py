@@ -89,34 +89,6 @@ def first_shipped_bot(game_name: str) -> str | None:
     return min(found)[1] if found else None
 
 
-def make_level(level: str, bot: str | None, game, seed: int | None = None):
-    """The policy of ``level`` for the bot spec ``bot`` (a path or a shipped bot's name; None: the game's
-    shipped bot that fits)."""
-    from .bot import Bot
-    from .specs import accepted_specs, bot_path, looks_like_bot
-    if level not in LEVELS:
-        raise ValueError(f"unknown difficulty level {level!r}; levels: {', '.join(LEVELS)}; {accepted_specs()}")
-    if bot is None:
-        bot = shipped_bot(game)
-    elif not looks_like_bot(bot):
-        raise ValueError(f"bad policy spec {bot + ':' + level!r}: a level takes a bot file or a shipped bot's "
-                         f"name (e.g. pishti/ppo_2p:{level}), not {bot!r}; {accepted_specs()}")
-    path = bot_path(bot)
-    name = f"{bot}:{level}"
-    if level == "easy":
-        policy = Bot.load(path, game=game, temperature=EASY_TEMPERATURE, seed=seed)
-        policy.name = name
-        return policy
-    if level == "medium":
-        policy = Bot.load(path, game=game, seed=seed)
-        policy.name = name
-        return policy
-    from .specs import make_policy
-    policy = make_policy(hard_spec(game, path), game, seed)
-    policy.name = name
-    return policy
-
-
 def hard_spec(game, bot: str) -> str:
     """The search spec that ``BOT:hard`` is at ``game``'s table: :data:`HARD`'s, or the default where the game's
     entry does not fit the table (the endgame solver wants 2 Pişti players)."""

@@ -3,7 +3,7 @@
 An :class:`MLP` is a list of dense layers (weights, biases) with one activation between them, mapping an
 observation to action logits (PPO) or Q-values (DQN), plus, for a game whose observation ends with a row of
 features per action, the action-feature head's shared weights (``feature_weights``, added to every action's
-score from its own row; agents/training/action_features.py). It is extracted from a stable-baselines3 model, runs in
+score from its own row; agents/training/sb3/action_features.py). It is extracted from a stable-baselines3 model, runs in
 numpy (self-play opponents in worker processes need neither torch nor SB3), saves to ``.npz`` (no pickle), and
 converts to an ONNX graph for shipping (:mod:`.bot`).
 """

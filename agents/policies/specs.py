@@ -57,7 +57,7 @@ def accepted_specs() -> str:
 
 def make_policy(spec: str, game, seed: int | None = None):
     """Build the policy named by ``spec`` for ``game`` (a :class:`kahve.envs.core.Game`)."""
-    from .levels import LEVELS, make_level
+    from .levels import LEVELS
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a policy spec must be a non-empty string; {accepted_specs()}")
     spec = spec.strip()
@@ -78,14 +78,60 @@ def make_policy(spec: str, game, seed: int | None = None):
     if name == "endgame":
         return _endgame(spec, rest, game, seed)
     if spec in LEVELS:
-        return make_level(spec, None, game, seed)
+        return _level(spec, None, game, seed)
     head, _, tail = spec.rpartition(":")
     if head and tail in LEVELS:
-        return make_level(tail, head, game, seed)
+        return _level(tail, head, game, seed)
     if looks_like_bot(spec):
-        from .bot import Bot
-        return Bot.load(bot_path(spec), game=game, seed=seed)
+        return load_bot(bot_path(spec), game=game, seed=seed)
     raise ValueError(f"unknown policy spec {spec!r}; {accepted_specs()}")
+
+
+def _level(level: str, bot: str | None, game, seed: int | None = None):
+    """The policy of difficulty ``level`` (:mod:`.levels`) for the bot spec ``bot`` (a path or a shipped bot's
+    name; None: the game's shipped bot that fits)."""
+    from .levels import EASY_TEMPERATURE, hard_spec, shipped_bot
+    if bot is None:
+        bot = shipped_bot(game)
+    elif not looks_like_bot(bot):
+        raise ValueError(f"bad policy spec {bot + ':' + level!r}: a level takes a bot file or a shipped bot's "
+                         f"name (e.g. pishti/ppo_2p:{level}), not {bot!r}; {accepted_specs()}")
+    path = bot_path(bot)
+    if level == "easy":
+        policy = load_bot(path, game=game, temperature=EASY_TEMPERATURE, seed=seed)   # sessions shared
+    elif level == "medium":
+        policy = load_bot(path, game=game, seed=seed)
+    else:
+        policy = make_policy(hard_spec(game, path), game, seed)
+    policy.name = f"{bot}:{level}"
+    return policy
+
+
+#: bot files loaded in this process: (pid, path, mtime, size) -> (session, metadata, expert parts)
+_LOADED: dict = {}
+_LOADING = threading.Lock()
+
+
+def load_bot(path, game=None, temperature: float = 0.0, seed: int | None = None):
+    """``Bot.load``, but every ``Bot`` of one file in this process shares its onnxruntime sessions (read-only, and
+    safe to run from several threads); each keeps its own temperature and generator. Loading builds up to three
+    sessions (about 14 MB and 160 ms for Pâsur's), so a web server with a table per person, or a search that
+    makes a policy per seat, would otherwise hold one set per table (issue 58). A file changed on disk is read
+    again; a forked process loads its own."""
+    from .bot import Bot, _split_sessions, check_fits
+    path = str(path)
+    st = os.stat(path) if os.path.isfile(path) else None
+    if st is None:
+        return Bot.load(path, game=game, temperature=temperature, seed=seed)   # its own error for a missing file
+    key = (os.getpid(), os.path.realpath(path), st.st_mtime_ns, st.st_size)
+    with _LOADING:
+        if key not in _LOADED:
+            session, meta = Bot.read_metadata(path)
+            _LOADED[key] = (session, meta, _split_sessions(session, meta, path))
+    session, meta, parts = _LOADED[key]
+    if game is not None:
+        check_fits(meta, game, path)
+    return Bot(session, meta, path, temperature, seed, parts=parts)
 
 
 def looks_like_bot(spec: str) -> bool:

@@ -19,6 +19,8 @@ import yaml
 
 from kahve import envs
 
+from .files import UniqueKeyLoader, read_yaml
+
 
 @dataclass(frozen=True)
 class Field:
@@ -31,7 +33,7 @@ class Field:
     doc: str = ""
 
 
-#: the vector-env layouts (:mod:`.vec_env` has kahve's own two)
+#: the vector-env layouts (:mod:`.sb3.vec_env` has kahve's own two)
 VEC_ENVS = ("batched", "shared", "dummy", "subproc")
 
 OPPONENT_DEFAULT = [{"policy": "random", "weight": 1.0}, {"policy": "heuristic", "weight": 1.0}]
@@ -176,7 +178,7 @@ SCHEMA: dict = {
                                                           "without snapshots)"),
             "max_snapshots": Field(int, 5, 1, 60, doc="snapshots kept in the pool (the oldest leave first)"),
         },
-        "league": {   # agents/training/league.py
+        "league": {   # agents/training/view/league.py
             "weighting": Field(str, "fixed", choices=("fixed", "pfsp"),
                                doc="fixed: the pool's weights as configured; pfsp: prioritised fictitious self-play, "
                                    "weights moved towards the opponents the learner loses to"),
@@ -485,37 +487,6 @@ def _gb(n: int) -> str:
     return f"{n / 2**30:.1f} GB" if n >= 2**28 else f"{n / 2**20:.0f} MB"
 
 
-# ----- reading YAML ---------------------------------------------------------------------------------------------
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last)."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            first_line: dict = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    seen = key in first_line
-                except TypeError:
-                    continue                 # an unhashable key: the base class says what is wrong with it
-                if seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} (first given on line {first_line[key] + 1})",
-                        key_node.start_mark)
-                first_line[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
-
-
-def read_yaml(text: str, source: str) -> Any:
-    """YAML text read with the safe loader, refusing duplicate keys; errors name ``source``."""
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{source}: not valid YAML ({' '.join(str(err).split())})") from None
-
-
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     """``["ppo.learning_rate=1e-4", "settings.players=2"]``: values are read as YAML scalars/lists."""
     raw = copy.deepcopy(raw)
@@ -524,7 +495,7 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
             raise ValueError(f"an override must be written key=value, not {item!r}")
         key, text = item.split("=", 1)
         try:
-            value = yaml.load(text, Loader=_UniqueKeyLoader)
+            value = yaml.load(text, Loader=UniqueKeyLoader)
         except yaml.YAMLError as err:
             raise ValueError(f"override {item!r}: cannot read the value ({' '.join(str(err).split())})") from None
         node = raw

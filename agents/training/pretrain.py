@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from ..policies.network import MLP, NetworkPolicy
-from .opponents import OpponentPool
+from .view.opponents import OpponentPool
 from ..policies.specs import make_policy
 from ..progress import progress_bar
-from .learner_env import LearnerEnv
-from .run_dir import load_npz, save_npz
+from .view.learner_env import LearnerEnv
+from .files import load_npz, save_npz
 
 
 #: a worker process's share of the decisions collected so far (:func:`collect_demonstrations`' progress)
@@ -170,7 +170,7 @@ def behaviour_clone(model, data: dict, epochs: int, batch_size: int, learning_ra
 def fit_demonstrations(model, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
                        log=print, progress=None) -> dict:
     """Fit ``model`` to demonstrations: its own ``fit_demonstrations`` (the masked DQN's large-margin loss,
-    :mod:`.dqn`) if it has one, else behaviour cloning of a MaskablePPO policy."""
+    :mod:`.sb3.dqn`) if it has one, else behaviour cloning of a MaskablePPO policy."""
     fit = getattr(model, "fit_demonstrations", None)
     if fit is not None:
         return fit(data, epochs, batch_size, learning_rate, seed, log=log, progress=progress)

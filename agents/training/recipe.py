@@ -45,7 +45,8 @@ from pathlib import Path
 import yaml
 
 from . import config as config_mod
-from .run_dir import RunDir, read_json, write_text_atomic
+from .files import read_json, write_text_atomic
+from .run_dir import RunDir
 
 #: the recipe's own keys: everything else at the top level is a training config key every stage inherits
 STAGES, BOT = "stages", "bot"
@@ -358,7 +359,7 @@ class RecipeRun:
 
     def execute(self, resume: bool = False, progress: bool = True) -> dict:
         """Run what is left; returns the recipe's progress (``interrupted`` set if a stage was stopped)."""
-        from .trainer import train
+        from .backends import train
         self.start(resume)
         recipe, n = self.recipe, len(self.recipe.stages)
         with self.run.lock():
@@ -402,7 +403,7 @@ class RecipeRun:
         """The last stage's network as the bot file, then its report and levels (each once)."""
         from ..policies.bot import export_onnx
         from ..policies.network import MLP
-        from .run_dir import load_npz
+        from .files import load_npz
         recipe = self.recipe
         last = recipe.stages[-1]
         run = recipe.folder(last)

@@ -37,8 +37,9 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import yaml
+
+from .files import fsync_dir, read_json, read_yaml, write_text_atomic
 
 
 class Checkpoint:
@@ -135,7 +136,6 @@ class RunDir:
     # ----- config and results ---------------------------------------------------------------------------
     def read_config(self) -> dict:
         """The run's config.yaml as written (a mapping), read with the duplicate-refusing safe loader."""
-        from .config import read_yaml
         if not self.config.is_file():
             raise FileNotFoundError(f"{self.root} is not a training run folder (no config.yaml)")
         try:
@@ -189,7 +189,7 @@ class RunDir:
             if self.latest.folder.exists():
                 shutil.rmtree(self.latest.folder)
             found.folder.rename(self.latest.folder)
-            _fsync_dir(self.checkpoints)
+            fsync_dir(self.checkpoints)
         for ck in (self._writing, self._previous):
             if ck.folder.exists():
                 shutil.rmtree(ck.folder)
@@ -205,7 +205,7 @@ class RunDir:
         new.folder.mkdir(parents=True)
         try:
             new.write_state(fill(new))
-            _fsync_dir(new.folder)
+            fsync_dir(new.folder)
         except BaseException:
             shutil.rmtree(new.folder, ignore_errors=True)
             raise
@@ -215,82 +215,7 @@ class RunDir:
                 shutil.rmtree(previous.folder)
             latest.folder.rename(previous.folder)      # now: latest.old and latest.tmp, both complete
         new.folder.rename(latest.folder)               # now: latest (and latest.old)
-        _fsync_dir(self.checkpoints)
+        fsync_dir(self.checkpoints)
         if previous.folder.exists():
             shutil.rmtree(previous.folder)
         return latest
-
-
-# ----- reading and writing files safely ---------------------------------------------------------------------
-def read_json(path) -> object:
-    path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not readable JSON ({err})") from None
-
-
-def load_npz(path) -> dict[str, np.ndarray]:
-    """All arrays of an ``.npz`` file, never unpickling anything."""
-    path = Path(path)
-    try:
-        f = np.load(path, allow_pickle=False)
-        if not isinstance(f, np.lib.npyio.NpzFile):
-            raise ValueError("not an .npz archive")
-        with f:
-            return {k: f[k] for k in f.files}
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing") from None
-    except Exception as err:  # numpy raises ValueError, OSError, BadZipFile, EOFError... for a bad file
-        raise ValueError(f"{path}: not a readable array file ({type(err).__name__}: {err})") from None
-
-
-def save_npz(path, arrays: dict) -> None:
-    """Write arrays as ``.npz`` (no object arrays: the file must load without pickle)."""
-    for name, a in arrays.items():
-        if np.asarray(a).dtype == object:
-            raise ValueError(f"{path}: array {name!r} holds Python objects")
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
-
-
-def load_tensors(path, device="cpu") -> dict:
-    """A ``torch.save`` file of tensors and plain values, loaded with ``weights_only=True``."""
-    import torch
-    path = Path(path)
-    try:
-        data = torch.load(path, map_location=device, weights_only=True)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing") from None
-    except Exception as err:  # an UnpicklingError for anything but tensors and plain values, a zip error...
-        first = str(err).strip().splitlines()[0][:200] if str(err).strip() else "no details"
-        raise ValueError(f"{path}: not a readable weights file ({type(err).__name__}: {first})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a weights file (expected a mapping, got {type(data).__name__})")
-    return data
-
-
-def write_text_atomic(path, text: str) -> None:
-    """Write a file so that a reader sees the old or the new content, never half of it."""
-    path = Path(path)
-    part = path.with_name(path.name + ".part")
-    with open(part, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

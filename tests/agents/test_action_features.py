@@ -1,4 +1,4 @@
-"""The action-feature head (agents/training/action_features.py): the same scores in torch, numpy and ONNX, for
+"""The action-feature head (agents/training/sb3/action_features.py): the same scores in torch, numpy and ONNX, for
 PPO and DQN; it learns what the Pâsur heuristic weighs; and the configs that cannot use it say so."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import torch as th
 from kahve import envs
 from kahve.agents.policies.bot import Bot, bot_metadata, export_onnx, mlp_from_bot
 from kahve.agents.policies.network import MLP
-from kahve.agents.training.action_features import feature_layout
+from kahve.agents.training.sb3.action_features import feature_layout
 from kahve.agents.training.config import resolve
-from kahve.agents.training.opponents import OpponentPool
+from kahve.agents.training.view.opponents import OpponentPool
 from kahve.agents.training.pretrain import behaviour_clone, collect_demonstrations
-from kahve.agents.training.trainer import build_model, build_vec_env
+from kahve.agents.training.sb3.session import build_model, build_vec_env
 from kahve.envs.pasur import appraisal
 
 

@@ -1,4 +1,4 @@
-"""PPO with ``async_rollouts`` (agents/training/async_rollouts.py, issue 19): the collector's first rollout is the
+"""PPO with ``async_rollouts`` (agents/training/sb3/async_rollouts.py, issue 19): the collector's first rollout is the
 one a synchronous run collects; every later update learns from the rollout of the weights one update earlier, with
 the log-probabilities of the policy that acted; env calls reach the collector's envs; runs checkpoint and resume."""
 
@@ -9,9 +9,11 @@ import pytest
 import torch as th
 
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.async_rollouts import ROLLOUT_ARRAYS, CollectorVecEnv
-from kahve.agents.training.opponents import OpponentPool
-from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+from kahve.agents.training.sb3.async_rollouts import ROLLOUT_ARRAYS, CollectorVecEnv
+from kahve.agents.training.view.opponents import OpponentPool
+from kahve.agents.training.sb3.session import build_model, build_vec_env
+from kahve.agents.training.session import pool_from_config
+from tests.helpers import HANG_S
 
 
 def _cfg(tmp_path, **over):
@@ -114,7 +116,7 @@ def test_env_calls_reach_the_collectors_envs(tmp_path):
 def test_a_run_with_async_rollouts_self_plays_checkpoints_and_resumes(layout, tmp_path):
     import json
 
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     raw = {"game": "pishe_pasha", "settings": {"reward": "points"}, "algorithm": "ppo", "seed": 2,
            "total_timesteps": 256, "n_envs": 4, "async_rollouts": True, "vec_env": layout, "env_workers": 2,
            "ppo": {"n_steps": 16, "batch_size": 64, "n_epochs": 1}, "network": {"hidden": [16]},
@@ -148,7 +150,8 @@ def test_a_learner_that_never_closes_its_collector_still_exits(tmp_path):
     import sys
     script = f"""
 from kahve.agents.training import config
-from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+from kahve.agents.training.sb3.session import build_model, build_vec_env
+from kahve.agents.training.session import pool_from_config
 if __name__ == "__main__":
     cfg = config.resolve({{"game": "pishe_pasha", "n_envs": 2, "async_rollouts": True, "network": {{"hidden": [8]}},
                           "ppo": {{"n_steps": 16, "batch_size": 32, "n_epochs": 1}}, "output": {str(tmp_path)!r}}})
@@ -156,5 +159,5 @@ if __name__ == "__main__":
     build_model(cfg, vec, None).learn(64)
     print("learned", flush=True)
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0 and "learned" in done.stdout, done.stderr

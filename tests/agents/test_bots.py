@@ -14,7 +14,7 @@ from kahve import envs
 from kahve.agents.policies.bot import Bot, BotFileError, bot_metadata, export_onnx
 from kahve.agents.policies.network import MLP, NetworkPolicy
 from kahve.agents.policies.specs import make_policy
-from tests.helpers import random_game
+from tests.helpers import HANG_S, random_game
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +115,7 @@ def test_loading_a_bot_needs_neither_torch_nor_stable_baselines(pishti_bot):
             f"b = Bot.load({str(path)!r}, game=g)\n"
             "st = g.new_state(1)\n"
             "print(b.act(st.observation(st.current_player), st.legal_mask(), st) in st.legal_actions())\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
 
 
@@ -133,7 +133,7 @@ def test_mlp_npz_round_trip_without_pickle(tmp_path):
 # ----- kahve play, driven through stdin -------------------------------------------------------------------
 def kahve(*args, stdin=""):
     return subprocess.run([sys.executable, "-m", "kahve.scripts.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG_S)
 
 
 def test_play_a_full_match_through_stdin():

@@ -12,13 +12,12 @@ import torch as th
 
 from kahve.agents.policies.network import MLP
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.dqn import (ILLEGAL, DuelingHead, MaskedDQN, MaskedReplayBuffer, large_margin_loss,
-                                       masked_argmax, masked_max, masked_td_target)
+from kahve.agents.training.sb3.dqn import ILLEGAL, DuelingHead, MaskedDQN, MaskedReplayBuffer, large_margin_loss, masked_argmax, masked_max, masked_td_target
 
 
 # ----- a tiny game with known optimal Q-values ---------------------------------------------------------------------
 class TinyDeal(gym.Env):
-    """A deal in miniature, shaped like :class:`~kahve.agents.training.learner_env.LearnerEnv`: the observation
+    """A deal in miniature, shaped like :class:`~kahve.agents.training.view.learner_env.LearnerEnv`: the observation
     is the learner's next decision (one-hot), an opponent's chance move happens inside ``step()`` with the reward
     it costs the learner, and not every action is legal everywhere. Decisions::
 

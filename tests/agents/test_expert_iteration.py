@@ -12,7 +12,7 @@ import pytest
 from kahve import envs
 from kahve.agents.policies.bot import Bot
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.trainer import train
+from kahve.agents.training.backends import train
 from kahve.scripts.cli import main as kahve
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.league import League
-from kahve.agents.training.learner_env import LearnerEnv
-from kahve.agents.training.opponents import OpponentPool
-from kahve.agents.training.trainer import train
+from kahve.agents.training.view.league import League
+from kahve.agents.training.view.learner_env import LearnerEnv
+from kahve.agents.training.view.opponents import OpponentPool
+from kahve.agents.training.backends import train
 from kahve.agents.policies.network import MLP
 from kahve.scripts.cli import main as kahve
 

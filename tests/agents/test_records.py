@@ -14,6 +14,7 @@ from kahve import envs
 from kahve.agents.evaluation.evaluate import evaluate
 from kahve.agents.evaluation.records import (check_record, dumps, load_records, make_record, parse_records, replay_states,
                                   write_records)
+from tests.helpers import HANG_S
 
 #: a short game per engine (one deal; Pishti also a whole match, several deals)
 CASES = [
@@ -41,7 +42,7 @@ def _play(game, seed, deck=None):
 
 def _cli(*args, stdin="", cwd=None):
     return subprocess.run([sys.executable, "-m", "kahve.scripts.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
+                          text=True, timeout=HANG_S, cwd=cwd)
 
 
 @pytest.mark.parametrize("name,settings", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
@@ -230,7 +231,7 @@ def test_malformed_results_and_players_are_clear_errors(change, match):
 def test_play_record_into_a_folder_keeps_the_match(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "play", "pishti", "--settings", "players=2",
                         "target_score=50", "--seed", "4", "--bot", "random", "--record", str(tmp_path)],
-                       input="0\n" * 3000, capture_output=True, text=True, timeout=120)
+                       input="0\n" * 3000, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     (path,) = tmp_path.glob("pishti_4.jsonl")
     assert load_records(str(path))[0]["seed"] == 4

@@ -127,7 +127,7 @@ def test_config_keys_of_the_rllib_backend():
     with pytest.raises(ValueError, match="'backend' cannot change when resuming"):
         config_mod.for_resume({"game": "pishti", "backend": "rllib", "network": {"action_features": False}},
                               ["backend=sb3"])
-    ppo = rb.algorithm_config(cfg, __import__("kahve.agents.training.trainer", fromlist=["x"]).pool_from_config(cfg))
+    ppo = rb.algorithm_config(cfg, __import__("kahve.agents.training.session", fromlist=["x"]).pool_from_config(cfg))
     assert ppo.num_env_runners == 2 and ppo.policies_to_train == ["learner"]
     assert set(ppo.policies) == {"learner", "snapshot_0", "snapshot_1", "snapshot_2", "snapshot_3"}
 
@@ -150,8 +150,9 @@ def test_trains_pishti_with_two_env_runners_and_the_bot_beats_random(tmp_path):
 
     from kahve.agents import Bot
     from kahve.agents.evaluation.evaluate import evaluate
-    from kahve.agents.training.run_dir import RunDir, load_npz
-    from kahve.agents.training.trainer import model_from_checkpoint, train
+    from kahve.agents.training.run_dir import RunDir
+    from kahve.agents.training.files import load_npz
+    from kahve.agents.training.backends import model_from_checkpoint, train
     from kahve.scripts.cli import main
 
     out = tmp_path / "run"

@@ -21,7 +21,7 @@ import pytest
 
 from kahve.agents.training import config as config_mod
 from kahve.scripts.cli import main as kahve
-from tests.helpers import popen_train
+from tests.helpers import HANG_S, popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["total_timesteps=256", "n_envs=2", "vec_env=dummy", "ppo.n_steps=64", "ppo.batch_size=64",
@@ -31,7 +31,7 @@ MORE = ["--no-progress", "--override", "total_timesteps=384"]           # a resu
 
 
 def _fresh_run(out: Path, config: str) -> Path:
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     cfg = config_mod.load(ROOT / "configs" / config, [*TINY, f"output={out}"])
     train(cfg, progress=False, log=lambda *a: None)
     return out
@@ -268,7 +268,7 @@ def test_resume_recovers_a_checkpoint_left_between_two_renames(ppo_run, capsys):
 
 
 # ----- one run per folder ------------------------------------------------------------------------------------
-def _wait_for(path: Path, proc, seconds=120):
+def _wait_for(path: Path, proc, seconds=HANG_S):
     deadline = time.time() + seconds
     while not path.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -303,10 +303,10 @@ def test_two_runs_into_one_folder_the_second_is_refused(tmp_path, capsys):
         _wait_for(out / "checkpoints" / "latest" / "state.json", first)
         second = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", cfg, "--no-progress", "--override",
                                  "total_timesteps=1000", "n_envs=1", "pretrain.steps=0", f"output={out}"], cwd=tmp_path,
-                                capture_output=True, text=True, timeout=300)
+                                capture_output=True, text=True, timeout=HANG_S)
         assert second.returncode == 2 and f"in use by another kahve train (process {first.pid})" in second.stderr
         resume = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "train", "--resume", str(out)],
-                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                                cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S)
         assert resume.returncode == 2 and "in use by another kahve train" in resume.stderr
     finally:
         os.killpg(first.pid, signal.SIGKILL)                           # killed: its lock must not outlive it
@@ -325,7 +325,7 @@ def test_ctrl_c_with_env_processes_saves_a_checkpoint(tmp_path, capsys):
     _wait_for(out / "tb", proc)
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)                                 # Ctrl-C reaches the env processes too
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and summary["steps"] > 0 and _state(out)["steps"] == summary["steps"]
@@ -347,7 +347,7 @@ def test_ctrl_c_during_behaviour_cloning_keeps_the_demonstrations_and_resume_con
         if "behaviour cloning epoch 2/1000" in line:
             break
     os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, stderr[-3000:]
     state = _state(out)
     assert state["steps"] == 0 and state["pretrain"]["collected"] == 1 and state["pretrain"]["fits"] == 0
@@ -371,7 +371,7 @@ def test_sigterm_saves_a_checkpoint_as_ctrl_c_does(tmp_path):
     _wait_for(out / "tb", proc)
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, stderr[-3000:]
     assert "checkpoint saved at" in stdout and "--resume" in stdout and "Traceback" not in stderr
     assert _state(out)["steps"] > 0
@@ -398,14 +398,15 @@ def test_ctrl_c_during_labelling_in_worker_processes_ends_them_and_saves_a_check
     out = tmp_path / "run"
     proc = popen_train([str(ROOT / "configs" / "pishti" / "ppo.yaml"), "--no-progress", "--override", *TINY,
                         "n_envs=2", "pretrain.steps=2000000", "pretrain.teacher=rollout:4", f"output={out}"], tmp_path)
-    deadline = time.time() + 60
-    while len([p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]) < 2 and time.time() < deadline:
+    deadline = time.time() + HANG_S
+    while (len([p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)]) < 2 and time.time() < deadline
+           and proc.poll() is None):
         time.sleep(0.2)
     workers = [pid for pid in _children(proc.pid) if "resource_tracker" not in _cmdline(pid)]
-    assert len(workers) >= 2, proc.communicate(timeout=30)
+    assert len(workers) >= 2, proc.communicate(timeout=HANG_S) if proc.poll() is not None else "no workers"
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGINT)                 # the main process only, as a supervisor would
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, stderr[-3000:]
     assert "--resume" in stdout and "Traceback" not in stderr
     assert _state(out)["pretrain"]["collected"] == 0                   # the collection is redone on resume
@@ -499,9 +500,9 @@ def test_a_checkpoint_in_sb3_pickle_format_is_refused_unread(ppo_run, tmp_path, 
 
 def test_resume_continues_the_envs_random_streams(dqn_run):
     # the envs deal on from the streams the checkpoint holds, not from the fresh run's seeds again
-    from kahve.agents.training.learner_env import LearnerEnv
+    from kahve.agents.training.view.learner_env import LearnerEnv
     from kahve.agents.training.run_dir import RunDir
-    from kahve.agents.training.trainer import Trainer
+    from kahve.agents.training.sb3.session import Sb3Session as Trainer
     run = RunDir(dqn_run)
     saved = run.latest.read_state()["env_states"]
     cfg = config_mod.for_resume(run.read_config(), [])
@@ -511,7 +512,7 @@ def test_resume_continues_the_envs_random_streams(dqn_run):
         after = trainer.vec.env_method("get_rng_state")
     finally:
         trainer.close(False)
-    from kahve.agents.training.opponents import OpponentPool
+    from kahve.agents.training.view.opponents import OpponentPool
     pool = OpponentPool.load(run.latest.opponents)       # shared by the envs of a DummyVecEnv, as in training
     for i, state in enumerate(saved):
         twin = LearnerEnv(cfg["game"], cfg["settings"], pool)
@@ -527,7 +528,7 @@ def _weights(run: Path) -> dict:
 
 
 def test_a_new_run_starts_from_another_runs_network(finished_runs, tmp_path):
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     source = finished_runs["ppo"]
     still = ["seed=1", "ppo.learning_rate=1e-7", "total_timesteps=128", "opponents.pool=[{policy: heuristic}]"]
     runs = {}

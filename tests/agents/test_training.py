@@ -15,9 +15,9 @@ import torch as th
 
 from kahve import envs
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.dqn import masked_max, masked_td_target
-from kahve.agents.training.opponents import OpponentPool
-from kahve.agents.training.learner_env import LearnerEnv
+from kahve.agents.training.sb3.dqn import masked_max, masked_td_target
+from kahve.agents.training.view.opponents import OpponentPool
+from kahve.agents.training.view.learner_env import LearnerEnv
 from tests.helpers import HANG_S, popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_masked_dqn_learns_the_legal_value_on_a_tiny_problem():
     # and would be worth nothing; an unmasked max would chase its (random) estimate. The masked DQN's
     # Q(s0, a0) must converge to gamma * 1.
     import gymnasium as gym
-    from kahve.agents.training.dqn import MaskedDQN
+    from kahve.agents.training.sb3.dqn import MaskedDQN
 
     class Chain(gym.Env):
         observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
@@ -183,7 +183,7 @@ def test_masked_dqn_stores_the_mask_of_each_next_observation():
     # Pişti: the first 52 observation entries are the own hand, which is exactly the legal mask
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from kahve.agents.training.dqn import MaskedDQN
+    from kahve.agents.training.sb3.dqn import MaskedDQN
     venv = DummyVecEnv([lambda i=i: LearnerEnv("pishti", dict(players=2, episode="deal"), seed=i) for i in range(2)])
     model = MaskedDQN("MlpPolicy", venv, learning_starts=10**6, buffer_size=2000, seed=0, device="cpu")
     model.learn(600)
@@ -236,7 +236,7 @@ def test_resume_continues_the_step_count(tmp_path):
 
 def test_ish_ppo_learns_the_minimum_stake():
     # docs/rules.md §5e: with the pot payout, the minimum stake is strictly dominant
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     cfg = config_mod.resolve({
         "game": "ish", "settings": {"players": 2, "episode": "deal", "false_call_fine": 1},
         "algorithm": "ppo", "total_timesteps": 6000, "n_envs": 2, "vec_env": "dummy", "seed": 1,
@@ -368,7 +368,7 @@ def test_periodic_evaluation_logs_both_intervals():
     """The trainer's evaluations are a few hundred matches: the log gives the points' interval beside the win
     rate's, so a lucky reading is not taken for a gain."""
     from kahve import checkpoints
-    from kahve.agents.training.trainer import evaluate_against
+    from kahve.agents.training.session import evaluate_against
     cfg = config_mod.resolve({"game": "pishti", "settings": {"players": 2, "episode": "deal"},
                               "evaluation": {"games": 8, "opponents": ["random"], "workers": 1}})
     lines, scalars = [], {}

@@ -1,4 +1,4 @@
-"""kahve's vector envs (agents/training/vec_env.py, issue 19): the same trajectories as N single LearnerEnvs,
+"""kahve's vector envs (agents/training/sb3/vec_env.py, issue 19): the same trajectories as N single LearnerEnvs,
 masks that are the engine's legal actions, observations that a later step never changes, network opponents
 decided in one forward pass, SB3's algorithms on top, and the config keys (vec_env, env_workers, device)."""
 
@@ -10,9 +10,9 @@ import pytest
 from kahve import envs
 from kahve.agents.policies.network import MLP, NetworkPolicy, masked_choice
 from kahve.agents.training import config as config_mod
-from kahve.agents.training.learner_env import LearnerEnv
-from kahve.agents.training.opponents import OpponentPool, batch_group, decide_batch
-from kahve.agents.training.vec_env import BatchedVecEnv, SharedMemoryVecEnv, split
+from kahve.agents.training.view.learner_env import LearnerEnv
+from kahve.agents.training.view.opponents import OpponentPool, batch_group, decide_batch
+from kahve.agents.training.sb3.vec_env import BatchedVecEnv, SharedMemoryVecEnv, split
 
 
 def _mlp(game, settings, seed=0, hidden=16):
@@ -196,7 +196,7 @@ def test_maskable_ppo_trains_on_the_batched_env():
 
 def test_masked_dqn_stores_each_next_mask_from_the_batched_env():
     # Pişti: the first 52 observation entries are the own hand, which is exactly the legal mask
-    from kahve.agents.training.dqn import MaskedDQN
+    from kahve.agents.training.sb3.dqn import MaskedDQN
     game, settings = "pishti", dict(players=2, episode="deal")
     vec = BatchedVecEnv(game, settings, _pool(game, settings), [0, 1])
     model = MaskedDQN("MlpPolicy", vec, learning_starts=10**6, buffer_size=2000, seed=0, device="cpu",
@@ -252,7 +252,7 @@ def test_device_cuda_without_cuda_is_a_config_error(monkeypatch):
 def test_a_run_with_self_play_checkpoints_and_resumes(layout, tmp_path):
     import json
 
-    from kahve.agents.training.trainer import train
+    from kahve.agents.training.backends import train
     raw = {"game": "pishe_pasha", "settings": {"reward": "points"}, "algorithm": "ppo", "seed": 2,
            "total_timesteps": 256, "n_envs": 4, "vec_env": layout, "env_workers": 2,
            "ppo": {"n_steps": 16, "batch_size": 64, "n_epochs": 1}, "network": {"hidden": [16]},
@@ -278,7 +278,8 @@ def test_training_on_batched_envs_is_training_on_dummy_envs(algorithm, tmp_path)
     # the same seeds deal the same games and the model sees the same observations, so it learns the same weights
     import torch as th
 
-    from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+    from kahve.agents.training.sb3.session import build_model, build_vec_env
+    from kahve.agents.training.session import pool_from_config
     weights = []
     for layout in ("dummy", "batched"):
         cfg = config_mod.resolve({"game": "pishti", "settings": {"players": 2, "episode": "deal"},
@@ -319,7 +320,8 @@ def test_numpys_blas_runs_one_thread_after_limit_threads():
 
 
 def test_ppo_reward_scale_scales_what_the_learner_sees_not_the_episode_logs(tmp_path):
-    from kahve.agents.training.trainer import build_model, build_vec_env, pool_from_config
+    from kahve.agents.training.sb3.session import build_model, build_vec_env
+    from kahve.agents.training.session import pool_from_config
     seen = {}
     for scale in (1.0, 0.02):
         cfg = config_mod.resolve({"game": "pishti", "settings": {"players": 2, "episode": "deal", "reward": "points"},

@@ -41,7 +41,6 @@ import os
 import random
 import time
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -71,9 +70,10 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
 from kahve import envs  # noqa: E402
 from kahve.envs import IllegalActionError  # noqa: E402
 
-from ..policies.base import decide  # noqa: E402
-from ..policies.network import MLP  # noqa: E402
-from ..policies.specs import make_policy  # noqa: E402
+from ...policies.base import decide  # noqa: E402
+from ...policies.network import MLP  # noqa: E402
+from ...policies.specs import make_policy  # noqa: E402
+from ..session import Session, opened_run  # noqa: E402
 
 LEARNER = "learner"
 #: the logit an illegal action gets: far below any real logit, yet finite (no inf - inf in the loss or the KL)
@@ -462,7 +462,7 @@ def init_ray(cfg: dict) -> bool:
     return True
 
 
-# ----- the trainer -----------------------------------------------------------------------------------------------
+# ----- the session -------------------------------------------------------------------------------------------------
 def _to_tensors(obj):
     if isinstance(obj, np.ndarray):
         return torch.from_numpy(np.array(obj))
@@ -485,7 +485,7 @@ def _to_numpy(obj):
 
 def read_weights(ck) -> dict:
     """model.pt of an rllib checkpoint: ``{"learner": state dict, "optimizer": ..., "torch_rng": ...}``."""
-    from .run_dir import load_tensors
+    from ..files import load_tensors
     data = load_tensors(ck.weights)
     if not isinstance(data.get("learner"), dict):
         raise ValueError(f"{ck.weights}: not the weights of an rllib run (no learner module)")
@@ -515,45 +515,24 @@ def model_from_checkpoint(cfg: dict, run, ck):
     return view
 
 
-class RLlibTrainer:
-    """One session of a run with ``backend: rllib``: behaviour cloning if due, then PPO iterations, with self-play
-    snapshots, evaluations and checkpoints at their step counts (learner decisions, as the sb3 backend counts)."""
+class RLlibSession(Session):
+    """One session of a run with ``backend: rllib``: the schedule is :class:`~..session.Session`'s; RLlib's PPO
+    iterations learn, and the step count is the learner decisions the envs counted, as the sb3 backend counts."""
+
+    backend = "rllib"
 
     def __init__(self, cfg: dict, run, checkpoint=None, log=print):
-        from .checkpoint import set_random_states
-        from .opponents import OpponentPool
-        from .pretrain import Cloning
-        from .run_dir import load_npz
-        from .trainer import Schedule, pool_from_config
-        self.cfg, self.run_dir, self.log = cfg, run, log
-        self.session_start = self.learn_start = None
-        self.cloning_seconds = self.startup_seconds = 0.0
+        from ..session import set_random_states
+        super().__init__(cfg, run, checkpoint, log)
+        self.startup_seconds = 0.0
         self.counters = {"decisions": 0, "illegal": 0, "iterations": 0}
-        state = None
-        if checkpoint is None:
-            self.schedule = Schedule.fresh(cfg)
-            self.pool = pool_from_config(cfg)
-            self.steps = 0
-        else:
-            state = checkpoint.read_state()
-            if state.get("backend") != "rllib":
-                raise ValueError(f"{checkpoint.state_file}: not a checkpoint of backend rllib")
-            self.schedule = Schedule.from_state(state, checkpoint.state_file)
-            summary = run.read_summary()
-            if summary and summary.get("steps") == state["steps"] and not summary.get("interrupted"):
-                self.schedule.wall_seconds = max(self.schedule.wall_seconds, float(summary["wall_seconds_total"]))
-            self.pool = OpponentPool.load(checkpoint.opponents)
-            self.steps = state["steps"]
-            saved = state.get("rllib_counters", {})
+        self._steps = 0
+        if checkpoint is not None:
+            self._steps = self.state["steps"]
+            saved = self.state.get("rllib_counters", {})
             self.counters.update({k: int(saved.get(k, 0)) for k in self.counters})
-            set_random_states(state, checkpoint.state_file)
-        self.start_steps = self.steps
-        self.resumed = checkpoint is not None
-        self.cloning = None if self.schedule.pretrain is None else Cloning(cfg, self.pool, self.schedule.pretrain,
-                                                                           log=log, run_dir=run)
-        if self.cloning is not None and checkpoint is not None and self.schedule.pretrain["collected"]:
-            self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
-                                                                       checkpoint.demonstrations)
+            set_random_states(self.state, checkpoint.state_file)
+        self.start_steps = self._steps
         self.module = local_module(cfg)                   # the driver's copy of the learner
         weights = read_weights(checkpoint) if checkpoint is not None else None
         if weights is not None:
@@ -563,12 +542,12 @@ class RLlibTrainer:
                 torch.set_rng_state(rng)
         self.own_ray = init_ray(cfg)
         try:
-            self.algo = algorithm_config(cfg, self.pool, self.steps).build_algo()
+            self.algo = algorithm_config(cfg, self.pool, self._steps).build_algo()
             if weights is not None:
                 self._restore_learner(weights, checkpoint)
             self._push_pool()
         except BaseException:
-            self.close()
+            self.close(False)
             raise
         from torch.utils.tensorboard import SummaryWriter
         self.writer = SummaryWriter(str(run.tb / "rllib"))
@@ -621,62 +600,42 @@ class RLlibTrainer:
         modules = {LEARNER: state["rl_module"][LEARNER]}
         self.algo.env_runner_group.foreach_env_runner(lambda er, modules=modules: _set_modules(er, modules))
 
-    # ----- the schedule ------------------------------------------------------------------------------------------
-    def on_step(self, steps: int) -> None:
-        due = self.schedule
-        if due.next_snapshot is not None and steps >= due.next_snapshot:
-            sp = self.cfg["opponents"]["self_play"]
-            self.pool = self.pool.with_snapshot(mlp_of(self._pull()), sp["weight"], sp["max_snapshots"])
-            self._push_pool()
-            due.snapshots += 1
-            self.writer.add_scalar("selfplay/snapshots", due.snapshots, steps)
-            due.next_snapshot += sp["every"]
-        if due.next_eval is not None and steps >= due.next_eval:
-            self.evaluate(steps)
-            due.next_eval += self.cfg["evaluation"]["every"]
-        if steps >= due.next_ckpt:
-            self.save_checkpoint()
-            due.next_ckpt += self.cfg["checkpoint_every"]
+    # ----- the hooks of the schedule --------------------------------------------------------------------------
+    def check_checkpoint(self, checkpoint, state: dict) -> None:
+        if state.get("backend") != "rllib":
+            raise ValueError(f"{checkpoint.state_file}: not a checkpoint of backend rllib")
 
-    def export(self, path: Path, evaluation: dict | None = None) -> Path:
-        from ..policies.bot import export_onnx
-        meta = self.run_dir.bot_metadata(self.cfg, self.steps, evaluation)
-        return export_onnx(mlp_of(self._pull()), path, meta)
+    @property
+    def steps(self) -> int:
+        return self._steps
 
-    def evaluate(self, steps: int) -> dict:
-        from .trainer import evaluate_against
-        bot = self.export(self.run_dir.eval_bot)
-        self.schedule.last_eval = evaluate_against(self.cfg, bot, steps,
-                                                   lambda key, value: self.writer.add_scalar(key, value, steps),
-                                                   self.log)
+    def network(self) -> MLP:
+        return mlp_of(self._pull())
+
+    def cloning_target(self):
+        return sb3_view(self.module)
+
+    def after_cloning(self) -> None:
+        self._push({LEARNER: self._module_state(self.module)})
+
+    def pool_changed(self, weights_only: bool = False) -> None:
+        self._push_pool()
+
+    def record(self, key: str, value: float) -> None:
+        self.writer.add_scalar(key, value, self._steps)
+
+    def flush(self) -> None:
         self.writer.flush()
-        return self.schedule.last_eval
 
-    # ----- checkpoints -------------------------------------------------------------------------------------------
-    def save_checkpoint(self) -> None:
-        from .checkpoint import random_states
-        from .run_dir import save_npz
-
-        def fill(ck) -> dict:
-            learner = self.algo.learner_group.get_state(components=["learner/rl_module/" + LEARNER,
-                                                                    "learner/optimizer"])["learner"]
-            torch.save({"learner": _to_tensors(learner["rl_module"][LEARNER]),
-                        "optimizer": _to_tensors(learner.get("optimizer", {})),
-                        "torch_rng": torch.get_rng_state()}, ck.weights)
-            self.pool.save(ck.opponents)
-            if self.cloning is not None and self.cloning.demonstrations is not None:
-                save_npz(ck.demonstrations, self.cloning.demonstrations)
-            schedule = asdict(self.schedule)
-            schedule["wall_seconds"] = self.schedule.wall_seconds + self.session_seconds()
-            return {"steps": self.steps, "backend": "rllib", "rllib_counters": dict(self.counters),
-                    **random_states(), **schedule}
-        self.run_dir.write_checkpoint(fill)
-
-    def session_seconds(self) -> float:
-        return 0.0 if self.session_start is None else time.perf_counter() - self.session_start
-
-    def learn_seconds(self) -> float:
-        return 0.0 if self.learn_start is None else time.perf_counter() - self.learn_start
+    def checkpoint_files(self, ck, envs_reachable: bool) -> dict:
+        from ..session import random_states
+        learner = self.algo.learner_group.get_state(components=["learner/rl_module/" + LEARNER,
+                                                                "learner/optimizer"])["learner"]
+        torch.save({"learner": _to_tensors(learner["rl_module"][LEARNER]),
+                    "optimizer": _to_tensors(learner.get("optimizer", {})),
+                    "torch_rng": torch.get_rng_state()}, ck.weights)
+        self.pool.save(ck.opponents)
+        return {"steps": self._steps, "backend": "rllib", "rllib_counters": dict(self.counters), **random_states()}
 
     # ----- a session ---------------------------------------------------------------------------------------------
     def env_counters(self) -> dict:
@@ -726,68 +685,34 @@ class RLlibTrainer:
         bar = None
         if progress:
             from tqdm import tqdm
-            bar = tqdm(total=total, initial=self.steps, unit="step", desc="rllib ppo")
+            bar = tqdm(total=total, initial=self._steps, unit="step", desc="rllib ppo")
         self.learn_start = time.perf_counter()
         try:
-            while self.steps < total:
+            while self._steps < total:
                 result = self.algo.train()
                 self.last_result = result
                 # the learner's decisions as the envs counted them (RLlib's module-step metric counts episode
                 # chunks, which overlap a little where an episode is cut between two iterations)
                 counted = self.env_counters()["decisions"].get(LEARNER, 0)
                 sampled, self._counted = counted - self._counted, counted
-                self.steps += sampled
+                self._steps += sampled
                 self.counters["iterations"] += 1
                 if bar is not None:
                     bar.update(sampled)
-                self._record(result, self.steps)
-                self.on_step(self.steps)
+                self._record(result, self._steps)
+                self.on_step(self._steps)
         finally:
             if bar is not None:
                 bar.close()
 
-    def run(self, progress: bool = True) -> dict:
-        self.session_start = time.perf_counter()
-        interrupted = False
-        try:
-            try:
-                if self.cloning is not None:
-                    try:
-                        report = self.cloning.run(sb3_view(self.module), show_progress=progress)
-                    finally:
-                        self.cloning_seconds = self.cloning.seconds
-                        self._push({LEARNER: self._module_state(self.module)})
-                    self.run_dir.write_pretrain_report(report)
-                    self.schedule.pretrain, self.cloning = None, None
-                    self.save_checkpoint()
-                self.learn(progress)
-            except KeyboardInterrupt:
-                interrupted = True
-            counters = self.env_counters()
-            counters["weights_match"] = self.runner_weights_match()
-            self.counters["decisions"] += sum(counters["decisions"].values())
-            self.counters["illegal"] += sum(counters["illegal"].values())
-            self.save_checkpoint()
-            summary = self.summary(interrupted, counters)
-            if not interrupted:
-                mlp_of(self._pull()).save(self.run_dir.policy)
-                summary["evaluation"] = self.evaluate(self.steps)
-            self.writer.add_scalar("rllib/illegal_actions", self.counters["illegal"], self.steps)
-            self.run_dir.write_summary(summary)
-            self.log(self.closing_line(summary))
-        finally:
-            self.close()
-        return summary
-
-    def summary(self, interrupted: bool, counters: dict) -> dict:
-        wall, this_session = self.learn_seconds(), self.steps - self.start_steps
+    def ending(self, interrupted: bool) -> dict:
+        counters = self.env_counters()
+        counters["weights_match"] = self.runner_weights_match()
+        self.counters["decisions"] += sum(counters["decisions"].values())
+        self.counters["illegal"] += sum(counters["illegal"].values())
+        self.writer.add_scalar("rllib/illegal_actions", self.counters["illegal"], self._steps)
         rc = self.cfg["rllib"]
-        return {"steps": self.steps, "steps_this_session": this_session,
-                "resumed_from": self.start_steps if self.resumed else None, "wall_seconds": wall,
-                "pretrain_seconds": self.cloning_seconds,
-                "wall_seconds_total": self.schedule.wall_seconds + self.session_seconds(),
-                "steps_per_second": this_session / wall if wall > 0 else None, "interrupted": interrupted,
-                "backend": "rllib",
+        return {"backend": "rllib",
                 "rllib": {"startup_seconds": self.startup_seconds,  # Ray, the env runners and the learner
                           "num_env_runners": rc["num_env_runners"],
                           "num_envs_per_env_runner": rc["num_envs_per_env_runner"],
@@ -800,11 +725,7 @@ class RLlibTrainer:
                           # the runners' learner and snapshot modules hold the driver's weights at the end
                           "env_runner_weights_match": counters["weights_match"]}}
 
-    def closing_line(self, summary: dict) -> str:
-        from .trainer import Trainer
-        return Trainer.closing_line(self, summary)
-
-    def close(self, *args) -> None:
+    def close(self, interrupted: bool) -> None:
         algo = getattr(self, "algo", None)
         if algo is not None:
             try:
@@ -860,10 +781,9 @@ def _env_counters(er) -> list[dict]:
 
 
 def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=print) -> dict:
-    """Run (or resume) a training run with backend rllib; the run folder and its rules are the sb3 backend's
-    (:func:`.trainer.train`)."""
-    from ..threads import limit_threads
-    from .trainer import opened_run
+    """Run (or resume) a training run with backend rllib; the run folder and its rules are every backend's
+    (:func:`..session.opened_run`)."""
+    from ...threads import limit_threads
     quiet_ray()
     n = limit_threads(cfg["torch_threads"])
     torch.set_num_threads(n)
@@ -876,6 +796,6 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             t = time.perf_counter()
-            trainer = RLlibTrainer(cfg, run, checkpoint, log=log)
-            trainer.startup_seconds = time.perf_counter() - t
-            return trainer.run(progress=progress)
+            session = RLlibSession(cfg, run, checkpoint, log=log)
+            session.startup_seconds = time.perf_counter() - t
+            return session.run(progress=progress)

@@ -36,7 +36,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from .game_batch import shared_view
+from ..view.game_batch import shared_view
 
 #: the arrays of sb3-contrib's MaskableRolloutBuffer that a rollout fills: name -> per-step shape (obs, actions)
 ROLLOUT_ARRAYS = {
@@ -227,12 +227,12 @@ def _collector(conn, cfg: dict, pool, buffers: dict, shapes: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is the learner's to handle
     try:
         import torch
-        from ..threads import limit_threads
-        from .trainer import build_model, build_vec_env
+        from ...threads import limit_threads
+        from .model import make_model, sync_vec_env
         torch.set_num_threads(limit_threads(1))
         sync = {**cfg, "async_rollouts": False, "device": "cpu"}
-        vec = build_vec_env(sync, pool)
-        model = build_model(sync, vec, None)
+        vec = sync_vec_env(sync, pool)
+        model = make_model(sync, vec, None)
         arrays = _views(buffers, shapes)
         callback = _DoneInfos()
         callback.init_callback(model)

@@ -6,7 +6,7 @@
 - the DQN replay buffer, in ``replay_buffer.npz`` (the filled rows only), loaded with ``allow_pickle=False``;
 - the random states of Python, numpy and every env, as JSON.
 
-The model itself is rebuilt from config.yaml (:func:`~.trainer.build_model`) and these put back into it; SB3's
+The model itself is rebuilt from config.yaml (:func:`~.model.make_model`) and these put back into it; SB3's
 ``save``/``load`` (cloudpickle) are not used, so a run folder cannot run code. ``kahve export --sb3`` still
 writes SB3's own format for people who want it.
 """
@@ -17,7 +17,9 @@ import random
 
 import numpy as np
 
-from .run_dir import Checkpoint, load_npz, load_tensors, save_npz
+from ..files import load_npz, load_tensors, save_npz
+from ..run_dir import Checkpoint
+from ..session import random_states, set_random_states
 
 
 # ----- everything a learner needs, in one call each way -----------------------------------------------------------
@@ -191,22 +193,3 @@ def load_replay_buffer(buffer, path) -> None:
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from None
     buffer.pos, buffer.full = pos, full
-
-
-# ----- random states ----------------------------------------------------------------------------------------------
-def random_states() -> dict:
-    """Python's and numpy's global random states, JSON-able (torch's travels in model.pt)."""
-    version, internal, gauss = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"rng": [version, list(internal), gauss],
-            "np_rng": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]}
-
-
-def set_random_states(state: dict, source) -> None:
-    try:
-        version, internal, gauss = state["rng"]
-        random.setstate((version, tuple(internal), gauss))
-        name, keys, pos, has_gauss, cached = state["np_rng"]
-        np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{source}: the random states are missing or wrong ({err})") from None

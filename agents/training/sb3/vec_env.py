@@ -37,9 +37,9 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from .game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
-from .learner_env import LearnerEnv
-from .opponents import OpponentPool
+from ..view.game_batch import ARRAYS, GameBatch, _worker, allocate, episode_info, split   # noqa: F401 (split: API)
+from ..view.learner_env import LearnerEnv
+from ..view.opponents import OpponentPool
 
 
 def _spaces(game: str, settings: dict):

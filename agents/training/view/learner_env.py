@@ -27,7 +27,7 @@ import numpy as np
 from kahve import envs
 
 from .opponents import OpponentPool, batch_group
-from ..policies.base import decide
+from ...policies.base import decide
 
 
 class LearnerEnv(gym.Env):

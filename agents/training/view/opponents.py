@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..policies.network import MLP, NetworkPolicy, masked_choice
-from ..policies.rollout import network_scorer
-from ..policies.specs import make_policy
+from ...policies.network import MLP, NetworkPolicy, masked_choice
+from ...policies.rollout import network_scorer
+from ...policies.specs import make_policy
 
 
 class OpponentPool:
@@ -88,7 +88,7 @@ class OpponentPool:
         spec = self.entries[k][0]
         if isinstance(spec, MLP):
             return NetworkPolicy(spec, seed=seed, name=f"snapshot_{k}")
-        from ..policies.bot import Bot
+        from ...policies.bot import Bot
         bot = self._bots.get(k)
         if bot is not None:           # a bot file is loaded once per process; each env's copy has its own generator
             return Bot(bot.session, bot.metadata, bot.path, bot.temperature, seed, parts=bot.parts)
@@ -134,7 +134,7 @@ class OpponentPool:
     @classmethod
     def load(cls, folder) -> "OpponentPool":
         """A saved pool; a file that cannot be read is a ``ValueError`` naming it (never unpickled)."""
-        from .run_dir import load_npz, read_json
+        from ..files import load_npz, read_json
         folder = Path(folder)
         listing = read_json(folder / "pool.json")
         if not isinstance(listing, list):
@@ -171,7 +171,7 @@ def batch_group(policy):
     (random, the heuristics, the searches, a bot inside a search)."""
     if type(policy) is NetworkPolicy:
         return ("network", id(policy.mlp))
-    from ..policies.bot import Bot
+    from ...policies.bot import Bot
     if type(policy) is Bot:
         return ("bot", policy.path)
     return None

@@ -1,4 +1,4 @@
-"""The part of kahve's vector envs (:mod:`.vec_env`) that steps the games: :class:`GameBatch`, the arrays it
+"""The part of kahve's vector envs (:mod:`..sb3.vec_env`) that steps the games: :class:`GameBatch`, the arrays it
 writes, and the worker process of ``vec_env: shared``. It imports neither torch nor stable-baselines3, so an env
 worker process starts in a fraction of a second."""
 
@@ -152,7 +152,7 @@ def _worker(conn, game, settings, pool, seeds, span, buffers, shapes) -> None:
     # Ctrl-C is the learner's to handle (it checkpoints, then ends this process); dying on it would leave the
     # pipe with half a message
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ..threads import limit_threads
+    from ...threads import limit_threads
     limit_threads()
     try:
         full = {name: shared_view(buffers[name], ARRAYS[name][0], shapes[name]) for name in ARRAYS}
