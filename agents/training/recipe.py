@@ -70,12 +70,20 @@ def is_recipe(raw) -> bool:
     return isinstance(raw, dict) and STAGES in raw
 
 
+#: what a stage can be: ``train`` (the default) is a training run of its config (cloning, DAgger, expert iteration,
+#: PPO or DQN: :mod:`.backends`); ``distill`` fits the network to a teacher's labels, a search only where the game
+#: can afford one (:mod:`.distill`)
+KINDS = ("train", "distill")
+
+
 @dataclass
 class Stage:
     index: int            # 1, 2, ...
     name: str
     cfg: dict             # the stage's resolved training config (init_from filled in when it starts)
     own_init: bool        # the stage names its own init_from (else: the previous stage's folder)
+    kind: str = "train"
+    section: dict | None = None     # a distill stage's ``distill`` section, resolved
 
     @property
     def label(self) -> str:
@@ -203,9 +211,16 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
         for key in (STAGES, BOT, "output"):
             if key in item:
                 raise ValueError(f"config key {where + '.' + key!r}: belongs at the recipe's top level")
-        merged = _deep_merge(top, {k: v for k, v in item.items() if k != "name"})
+        kind = item.get("kind", "train")
+        if kind not in KINDS:
+            raise ValueError(f"config key {where + '.kind'!r}: {kind!r} is not a stage kind; kinds: "
+                             + ", ".join(KINDS))
+        section = item.get("distill")
+        if kind != "distill" and section is not None:
+            raise ValueError(f"config key {where + '.distill'!r}: belongs to a stage of kind distill")
+        merged = _deep_merge(top, {k: v for k, v in item.items() if k not in ("name", "kind", "distill")})
         own_init = bool(merged.get("init_from"))
-        stage = Stage(index, name, {}, own_init)
+        stage = Stage(index, name, {}, own_init, kind)
         merged["output"] = str(recipe.folder(stage).root)
         later = index > 1 and not own_init
         if later and (merged.get("pretrain") or {}).get("steps"):
@@ -213,6 +228,9 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
                              "(pretrain.steps must be 0; behaviour cloning belongs in the first stage)")
         try:
             stage.cfg = config_mod.resolve(merged, init_later=later)
+            if kind == "distill":
+                from . import distill
+                stage.section = distill.check(section, stage.cfg, first=index == 1 and not own_init)
         except ValueError as err:
             raise ValueError(f"stage {name!r}: {err}") from None
         if later:
@@ -274,13 +292,24 @@ def is_recipe_run(root) -> bool:
 
 
 # ----- running a recipe -------------------------------------------------------------------------------------
-def _finished(run: RunDir, cfg: dict) -> dict | None:
-    """A stage's summary if its run is done: trained to its budget, evaluated, its network written."""
+def _finished(run: RunDir, stage: Stage) -> dict | None:
+    """A stage's summary if it is done: its network written (a training run: trained to its budget and
+    evaluated)."""
     summary = run.read_summary() if run.root.is_dir() else None
     if summary and not summary.get("interrupted") and run.policy.is_file() \
-            and summary.get("steps", -1) >= cfg["total_timesteps"]:
+            and (stage.kind != "train" or summary.get("steps", -1) >= stage.cfg["total_timesteps"]):
         return summary
     return None
+
+
+def network_source(recipe: Recipe, stage: Stage) -> str:
+    """What the stage after ``stage`` starts from: a training run's folder (its network and critic), or the bot
+    file a distill stage writes (its network; a PPO stage after it starts a fresh critic)."""
+    folder = recipe.folder(stage).root
+    if stage.kind == "distill":
+        from . import distill
+        return str(folder / distill.BOT_FILE)
+    return str(folder)
 
 
 def _stage_config(recipe: Recipe, stage: Stage) -> dict:
@@ -288,11 +317,12 @@ def _stage_config(recipe: Recipe, stage: Stage) -> dict:
     that that folder exists."""
     cfg = dict(stage.cfg)
     if stage.index > 1 and not stage.own_init:
-        cfg["init_from"] = str(recipe.folder(recipe.stages[stage.index - 2]).root)
-        try:
-            config_mod.check_init_from(cfg)
-        except ValueError as err:
-            raise ValueError(f"stage {stage.name!r}: {err}") from None
+        cfg["init_from"] = network_source(recipe, recipe.stages[stage.index - 2])
+        if stage.kind == "train":
+            try:
+                config_mod.check_init_from(cfg)
+            except ValueError as err:
+                raise ValueError(f"stage {stage.name!r}: {err}") from None
     return cfg
 
 
@@ -368,20 +398,27 @@ class RecipeRun:
             started = time.perf_counter()
             for stage in recipe.stages:
                 run = recipe.folder(stage)
-                done = _finished(run, stage.cfg)
+                done = _finished(run, stage)
                 if done is not None:
                     state["stages"][stage.label] = self._stage_record(stage, done)
                     self.write_state(state)
                     self.log(f"stage {stage.index}/{n} {stage.name}: done ({done['steps']:,} steps, "
                              f"{done['wall_seconds_total']:.0f} s)")
                     continue
-                going_on = run.root.is_dir() and run.find_checkpoint() is not None
-                cfg = _resumed_config(run, stage.cfg) if going_on else _stage_config(recipe, stage)
                 spent = sum(s["wall_seconds"] for s in state["stages"].values())
-                self.log(f"stage {stage.index}/{n} {stage.name}: {cfg['algorithm']}, {cfg['total_timesteps']:,} "
-                         f"steps" + (" (resumed)" if going_on else "") + f"; the recipe so far {spent:.0f} s")
-                summary = train(cfg, resume_dir=str(run.root) if going_on else None, progress=progress,
-                                log=self.log)
+                if stage.kind == "distill":
+                    from . import distill
+                    self.log(f"stage {stage.index}/{n} {stage.name}: distill; the recipe so far {spent:.0f} s")
+                    summary = distill.run(_stage_config(recipe, stage), stage.section, run, progress=progress,
+                                          log=self.log)
+                else:
+                    going_on = run.root.is_dir() and run.find_checkpoint() is not None
+                    cfg = _resumed_config(run, stage.cfg) if going_on else _stage_config(recipe, stage)
+                    self.log(f"stage {stage.index}/{n} {stage.name}: {cfg['algorithm']}, "
+                             f"{cfg['total_timesteps']:,} steps" + (" (resumed)" if going_on else "")
+                             + f"; the recipe so far {spent:.0f} s")
+                    summary = train(cfg, resume_dir=str(run.root) if going_on else None, progress=progress,
+                                    log=self.log)
                 if summary.get("interrupted"):
                     self.log(f"the recipe stopped in stage {stage.name}; continue it with "
                              f"`kahve train --resume {self.run}`")
@@ -395,7 +432,8 @@ class RecipeRun:
 
     @staticmethod
     def _stage_record(stage: Stage, summary: dict) -> dict:
-        return {"name": stage.name, "algorithm": stage.cfg["algorithm"], "steps": summary["steps"],
+        return {"name": stage.name, "algorithm": "distill" if stage.kind == "distill" else stage.cfg["algorithm"],
+                "steps": summary["steps"],
                 "pretrain_seconds": summary.get("pretrain_seconds", 0.0),
                 "wall_seconds": float(summary["wall_seconds_total"])}
 
@@ -412,7 +450,8 @@ class RecipeRun:
         if (state.get("bot") or {}).get("steps") != steps:      # not written yet, or a stage has trained on since
             summary = run.read_summary()
             mlp = MLP.from_arrays(load_npz(run.policy))
-            meta = RunDir.bot_metadata(last.cfg, steps, summary.get("evaluation", {}),
+            cfg = {**last.cfg, "algorithm": "distilled"} if last.kind == "distill" else last.cfg
+            meta = RunDir.bot_metadata(cfg, steps, summary.get("evaluation", {}),
                                        wall_seconds=sum(r["wall_seconds"] for r in records),
                                        recipe={"command": recipe.command, "stages": records, "machine": machine()})
             export_onnx(mlp, recipe.bot_file, meta)
