@@ -16,7 +16,9 @@ finite outputs (NaN or infinite weights show in them).
 from __future__ import annotations
 
 import json
+import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +52,8 @@ def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | CardAttention | No
 
     ``expert``: a second network (an MLP or a :class:`CardAttention`) of the same sizes that gives the logits
     wherever observation input ``expert_input`` (a 0/1 flag) is 1, ``mlp`` giving them elsewhere; still one greedy
-    forward pass, no search (Pâsur's last hand, ``tools/pasur_last_hand.py``). The metadata records the input as
-    ``expert_input``."""
+    forward pass, no search (Pâsur's last hand: the expert stage, agents/training/expert.py). The metadata records
+    the input as ``expert_input``."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -124,6 +126,21 @@ def _graph_arrays(path, prefix: str) -> tuple[object, dict]:
         raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
     return model, {i.name[len(prefix):]: numpy_helper.to_array(i) for i in model.graph.initializer
                    if i.name.startswith(prefix)}
+
+
+def rewrite_metadata(source, path, metadata: dict) -> Path:
+    """A copy of the bot file ``source`` at ``path`` with its metadata replaced (the networks unchanged), written
+    whole or not at all: a recipe's bot is the last stage's with the recipe's record added."""
+    import onnx
+    model = onnx.load(str(source))
+    for prop in model.metadata_props:
+        if prop.key == "kahve":
+            prop.value = json.dumps(metadata)
+    path = Path(path)
+    part = path.with_name(path.name + ".part")
+    onnx.save(model, str(part))
+    os.replace(part, path)
+    return path
 
 
 def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
@@ -365,24 +382,55 @@ def check_graph(session, meta: dict, path: str = "bot") -> None:
         raise BotFileError(f"{path}: the network gives NaN or infinite values (broken weights)")
 
 
-def check_fits(meta: dict, game, path: str = "bot") -> None:
-    if meta["game"] != game.name:
-        raise BotFileError(f"{path} is a bot for {meta['game']}, not {game.name}")
-    if meta["env_version"] != game.version:
-        raise BotFileError(f"{path} was trained on {meta['game']} v{meta['env_version']}; this kahve has "
-                           f"v{game.version}, whose observations or actions differ: retrain or use a matching kahve")
-    if (meta["observation_size"], meta["num_actions"]) != (game.observation_size, game.num_actions):
-        raise BotFileError(f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} "
-                           f"actions; these settings give {game.observation_size} and {game.num_actions}")
+#: settings a bot does not impose on the table it plays at: how an episode is cut and paid, and whether forced
+#: moves are skipped; they change neither what the bot sees nor what it may do. Every other setting it was trained
+#: with is the table's default when the bot is named (kahve play, the web table).
+NOT_IMPOSED = ("episode", "reward", "skip_single_choice")
+
+
+@dataclass
+class Fit:
+    """Whether a bot fits a table: ``reason`` (one line) when it cannot play there; ``shaping``: the settings
+    that change its observations or actions, ``(trained, table)`` each; ``other``: the other settings that differ
+    (it plays, but was trained otherwise)."""
+    reason: str | None
+    shaping: dict
+    other: dict
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def fit(meta: dict, game, path: str = "bot") -> Fit:
+    """Does the bot of metadata ``meta`` fit ``game``'s table (its settings)? The one place that says so."""
     trained = meta.get("settings", {})
-    shaping = game.space_changes(trained)
-    if shaping:
-        raise BotFileError(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in shaping)
-                           + "; these settings change what observations and actions mean (here "
-                           + ", ".join(f"{k}={game.settings[k]!r}" for k in shaping) + ")")
-    other = [k for k in trained if k in game.settings and trained[k] != game.settings[k]
-             and k not in ("episode", "reward", "skip_single_choice")]
-    if other:
-        warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={trained[k]!r}" for k in other)
-                      + "; playing with " + ", ".join(f"{k}={game.settings[k]!r}" for k in other),
+    shaping = {k: (trained[k], game.settings[k]) for k in game.space_changes(trained)}
+    other = {k: (trained[k], game.settings[k]) for k in trained if k in game.settings and k not in shaping
+             and trained[k] != game.settings[k] and k not in NOT_IMPOSED}
+    reason = None
+    if meta["game"] != game.name:
+        reason = f"{path} is a bot for {meta['game']}, not {game.name}"
+    elif meta["env_version"] != game.version:
+        reason = (f"{path} was trained on {meta['game']} v{meta['env_version']}; this kahve has v{game.version}, "
+                  "whose observations or actions differ: retrain or use a matching kahve")
+    elif (meta["observation_size"], meta["num_actions"]) != (game.observation_size, game.num_actions):
+        reason = (f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} actions; "
+                  f"these settings give {game.observation_size} and {game.num_actions}")
+    elif shaping:
+        reason = (f"{path} was trained with " + ", ".join(f"{k}={t!r}" for k, (t, _) in shaping.items())
+                  + "; these settings change what observations and actions mean (here "
+                  + ", ".join(f"{k}={h!r}" for k, (_, h) in shaping.items()) + ")")
+    return Fit(reason, shaping, other)
+
+
+def check_fits(meta: dict, game, path: str = "bot") -> None:
+    """:func:`fit` as a check: a :class:`BotFileError` when the bot cannot play at ``game``'s table, a
+    :class:`BotSettingsWarning` when it plays under settings it was not trained with."""
+    verdict = fit(meta, game, path)
+    if not verdict.ok:
+        raise BotFileError(verdict.reason)
+    if verdict.other:
+        warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={t!r}" for k, (t, _) in verdict.other.items())
+                      + "; playing with " + ", ".join(f"{k}={h!r}" for k, (_, h) in verdict.other.items()),
                       BotSettingsWarning, stacklevel=3)

@@ -40,7 +40,7 @@ HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 
 #: bots whose logits are a policy (``easy`` samples them): PPO's, and networks fitted to a teacher's moves by
-#: cross-entropy (tools/pis_yedili_late_search.py); a DQN's are Q-values
+#: cross-entropy (a recipe's distill stages: agents/training/distill.py); a DQN's are Q-values
 POLICY_ALGORITHMS = ("ppo", "distilled")
 
 

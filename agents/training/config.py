@@ -19,7 +19,7 @@ import yaml
 
 from kahve import envs
 
-from .files import UniqueKeyLoader, read_yaml
+from .files import UniqueKeyLoader, clip, read_text_limited, read_yaml, short
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,10 @@ class Field:
     choices: tuple | None = None
     doc: str = ""
 
+
+#: hidden layers a network may have (the shipped ones have 2; a deep MLP beyond this trains no better here, and a
+#: list of thousands would build for minutes before the first step)
+MAX_LAYERS = 16
 
 #: the vector-env layouts (:mod:`.sb3.vec_env` has kahve's own two)
 VEC_ENVS = ("batched", "shared", "dummy", "subproc")
@@ -219,30 +223,30 @@ def _check_value(path: str, field: Field, value: Any) -> Any:
             pass
     ok = isinstance(value, field.type) and not (field.type in (int, float) and isinstance(value, bool))
     if not ok:
-        raise ValueError(f"config key {path!r}: expected {field.type.__name__}, got {value!r}")
+        raise ValueError(f"config key {path!r}: expected {field.type.__name__}, got {short(value)}")
     if field.choices is not None and value not in field.choices:
-        raise ValueError(f"config key {path!r}: {value!r} is not allowed; allowed: "
+        raise ValueError(f"config key {path!r}: {short(value)} is not allowed; allowed: "
                          + ", ".join(repr(c) for c in field.choices))
     if field.lo is not None and not (field.lo <= value <= field.hi):
-        raise ValueError(f"config key {path!r}: {value!r} is out of range {field.lo}..{field.hi}")
+        raise ValueError(f"config key {path!r}: {short(value)} is out of range {field.lo}..{field.hi}")
     return value
 
 
 def _merge(schema: dict, base: dict, user: Any, path: str = "") -> dict:
     if not isinstance(user, dict):
-        raise ValueError(f"config {('key ' + repr(path)) if path else 'file'}: expected a mapping, got {user!r}")
+        raise ValueError(f"config {('key ' + repr(path)) if path else 'file'}: expected a mapping, got {short(user)}")
     out = dict(base)
     for key, value in user.items():
         full = f"{path}.{key}" if path else str(key)
         if full in RETIRED:
             if value != RETIRED[full]:
-                raise ValueError(f"config key {full!r}: removed from kahve; {value!r} is no longer supported (only "
+                raise ValueError(f"config key {full!r}: removed from kahve; {short(value)} is no longer supported (only "
                                  f"its old default {RETIRED[full]!r} is accepted, and ignored)")
             continue
         if key not in schema:
             close = difflib.get_close_matches(str(key), list(schema), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"unknown config key {full!r}{hint}; known here: {', '.join(schema)}")
+            raise ValueError(f"unknown config key {short(full)}{hint}; known here: {', '.join(schema)}")
         spec = schema[key]
         if isinstance(spec, dict):
             out[key] = _merge(spec, base[key], value, full)
@@ -254,7 +258,7 @@ def _merge(schema: dict, base: dict, user: Any, path: str = "") -> dict:
 def _check_settings(where: str, settings: dict) -> None:
     for name in settings:
         if not isinstance(name, str):
-            raise ValueError(f"config key {where!r}: setting names are words (e.g. players), got {name!r}")
+            raise ValueError(f"config key {where!r}: setting names are words (e.g. players), got {short(name)}")
 
 
 def _check_semantics(cfg: dict, init_later: bool = False) -> None:
@@ -278,7 +282,10 @@ def _check_semantics(cfg: dict, init_later: bool = False) -> None:
                          "from its replay buffer after every step); set it to false for algorithm dqn")
     hidden = cfg["network"]["hidden"]
     if not hidden or not all(isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= 65536 for h in hidden):
-        raise ValueError(f"config key 'network.hidden': expected a non-empty list of layer sizes, got {hidden!r}")
+        raise ValueError(f"config key 'network.hidden': expected a non-empty list of layer sizes (1 to 65536 each), "
+                         f"got {short(hidden)}")
+    if len(hidden) > MAX_LAYERS:
+        raise ValueError(f"config key 'network.hidden': {len(hidden):,} layers; at most {MAX_LAYERS}")
     pool = cfg["opponents"]["pool"]
     if not pool:
         raise ValueError("config key 'opponents.pool': needs at least one opponent")
@@ -286,11 +293,11 @@ def _check_semantics(cfg: dict, init_later: bool = False) -> None:
     for k, item in enumerate(pool):
         where = f"opponents.pool[{k}]"
         if not isinstance(item, dict) or set(item) - {"policy", "weight"} or "policy" not in item:
-            raise ValueError(f"config key {where!r}: expected {{policy: SPEC, weight: W}}, got {item!r}")
+            raise ValueError(f"config key {where!r}: expected {{policy: SPEC, weight: W}}, got {short(item)}")
         weight = item.get("weight", 1.0)
         if (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight)
                 or weight <= 0):
-            raise ValueError(f"config key {where + '.weight'!r}: expected a positive number, got {weight!r}")
+            raise ValueError(f"config key {where + '.weight'!r}: expected a positive number, got {short(weight)}")
         try:
             make_policy(item["policy"], game, 0)
         except (ValueError, FileNotFoundError) as err:
@@ -389,9 +396,9 @@ def _check_init_bot(cfg: dict, path: Path, where: str) -> None:
         mlp = mlp_from_bot(path, game.action_feature_size)
     except (BotFileError, FileNotFoundError) as err:
         raise ValueError(f"{where}: {err}") from None
-    if cfg["algorithm"] != "ppo" or meta["algorithm"] != "ppo":
-        raise ValueError(f"{where}: a bot file starts a ppo run from a ppo bot (its logits are a policy); this is "
-                         f"{cfg['algorithm']} from a {meta['algorithm']} bot")
+    if cfg["algorithm"] != "ppo" or meta["algorithm"] not in ("ppo", "distilled"):     # distilled: .distill
+        raise ValueError(f"{where}: a bot file starts a ppo run from a ppo bot or a distilled one (its logits are a "
+                         f"policy); this is {cfg['algorithm']} from a {meta['algorithm']} bot")
     hidden = [w.shape[0] for w in mlp.weights[:-1]]
     features = bool(cfg["network"]["action_features"] and game.action_feature_size)
     theirs = (hidden, mlp.activation, mlp.feature_weights is not None)
@@ -492,18 +499,21 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     raw = copy.deepcopy(raw)
     for item in overrides:
         if "=" not in item:
-            raise ValueError(f"an override must be written key=value, not {item!r}")
+            raise ValueError(f"an override must be written key=value, not {short(item)}")
         key, text = item.split("=", 1)
         try:
             value = yaml.load(text, Loader=UniqueKeyLoader)
         except yaml.YAMLError as err:
-            raise ValueError(f"override {item!r}: cannot read the value ({' '.join(str(err).split())})") from None
+            raise ValueError(f"override {short(item)}: cannot read the value "
+                             f"({clip(' '.join(str(err).split()))})") from None
+        except RecursionError:
+            raise ValueError(f"override {short(item)}: nested too deeply") from None
         node = raw
         parts = key.strip().split(".")
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
-                raise ValueError(f"override {item!r}: {p!r} is not a section")
+                raise ValueError(f"override {short(item)}: {short(p)} is not a section")
         node[parts[-1]] = value
     return raw
 
@@ -540,6 +550,8 @@ def read_file(path) -> tuple[Path, dict]:
     """A config file's path (a shipped config's name, e.g. pishti/ppo, finds the one in the package) and its
     tree, read with the duplicate-refusing safe loader."""
     path = Path(path)
+    if path.exists() and not path.is_file():          # a folder, a device (/dev/zero), a pipe: never read
+        raise ValueError(f"{path} is not a config file (not a regular file)")
     if not path.is_file():
         from kahve import configs
         shipped = configs.find(str(path))
@@ -548,7 +560,7 @@ def read_file(path) -> tuple[Path, dict]:
                                     + ", ".join(sorted(str(p.relative_to(configs.ROOT)) for p in configs.ROOT.glob("*/*.yaml")))
                                     + ")")
         path = shipped
-    raw = read_yaml(path.read_text(), str(path)) or {}
+    raw = read_yaml(read_text_limited(path), str(path)) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a config is a mapping of keys, got {type(raw).__name__}")
     return path, raw

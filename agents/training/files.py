@@ -90,8 +90,36 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+#: the most a YAML file kahve reads may hold: bytes, nesting levels, and values (an alias counted each time it is
+#: used). A config is a page of keys; these bound what a crafted file can make kahve build, check or print (a
+#: "billion laughs" of aliases, 50,000 nested lists, /dev/zero), each refused in one line before any work.
+YAML_MAX_BYTES = 1 << 20
+YAML_MAX_DEPTH = 50
+YAML_MAX_VALUES = 100_000
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last)."""
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last), and
+    a document nested deeper than :data:`YAML_MAX_DEPTH` or of more than :data:`YAML_MAX_VALUES` values is one."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > YAML_MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {YAML_MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and _expanded_size(node, {}) > YAML_MAX_VALUES:
+            raise yaml.composer.ComposerError(None, None, f"more than {YAML_MAX_VALUES:,} values (an alias counts "
+                                              "each time it is used)", node.start_mark)
+        return node
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -112,9 +140,57 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def _expanded_size(node, seen: dict) -> int:
+    """The values of a composed YAML node with its aliases expanded (a shared node counts once per use), counted
+    without expanding them (each node once), and capped just above the limit."""
+    key = id(node)
+    if key not in seen:
+        seen[key] = 1                       # (a node inside itself: counted once, PyYAML refuses it later)
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = ()
+        seen[key] = min(YAML_MAX_VALUES + 1, 1 + sum(_expanded_size(c, seen) for c in children))
+    return seen[key]
+
+
+def read_text_limited(path, limit: int = YAML_MAX_BYTES) -> str:
+    """A text file of at most ``limit`` bytes (a config, a run's config.yaml): larger, or endless (/dev/zero), is a
+    ``ValueError`` naming it, read no further than the limit."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a folder, not a file") from None
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit:,} bytes, too large for a config")
+    try:
+        return data.decode("utf-8-sig")         # a byte-order mark (some editors write one) is not content
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a text file ({err.reason})") from None
+
+
 def read_yaml(text: str, source: str) -> Any:
-    """YAML text read with the safe loader, refusing duplicate keys; errors name ``source``."""
+    """YAML text read with the safe loader, refusing duplicate keys and what is too large or too deep; errors name
+    ``source``."""
+    if len(text) > YAML_MAX_BYTES:
+        raise ValueError(f"{source}: larger than {YAML_MAX_BYTES:,} bytes, too large for a config")
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as err:
-        raise ValueError(f"{source}: not valid YAML ({' '.join(str(err).split())})") from None
+        raise ValueError(f"{source}: not valid YAML ({clip(' '.join(str(err).split()))})") from None
+    except RecursionError:
+        raise ValueError(f"{source}: nested too deeply") from None
+
+
+def short(value, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: error messages quote what a user gave, never all of it."""
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit - 5] + " …" + text[-3:]

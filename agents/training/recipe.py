@@ -45,7 +45,7 @@ from pathlib import Path
 import yaml
 
 from . import config as config_mod
-from .files import read_json, write_text_atomic
+from .files import read_json, read_text_limited, write_text_atomic
 from .run_dir import RunDir
 
 #: the recipe's own keys: everything else at the top level is a training config key every stage inherits
@@ -70,10 +70,18 @@ def is_recipe(raw) -> bool:
     return isinstance(raw, dict) and STAGES in raw
 
 
-#: what a stage can be: ``train`` (the default) is a training run of its config (cloning, DAgger, expert iteration,
-#: PPO or DQN: :mod:`.backends`); ``distill`` fits the network to a teacher's labels, a search only where the game
-#: can afford one (:mod:`.distill`)
-KINDS = ("train", "distill")
+#: what a stage can be, and the module that runs it: ``train`` (the default) is a training run of its config
+#: (cloning, DAgger, expert iteration, PPO or DQN: :mod:`.backends`); ``distill`` fits the network to a teacher's
+#: labels, a search only where the game can afford one (:mod:`.distill`); ``expert`` adds a second network for the
+#: positions an exact solver can value, the deal's last hand (:mod:`.expert`). A kind's module has a section of
+#: the stage named like the kind, ``check(section, cfg, first)``, ``run(cfg, section, run, progress, log)`` and
+#: ``BOT_FILE``, the bot it writes in its folder; adding a kind is adding such a module and a line here.
+KINDS = {"train": None, "distill": "distill", "expert": "expert"}
+
+
+def kind_module(kind: str):
+    import importlib
+    return importlib.import_module(f"{__package__}.{KINDS[kind]}")
 
 
 @dataclass
@@ -215,10 +223,11 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
         if kind not in KINDS:
             raise ValueError(f"config key {where + '.kind'!r}: {kind!r} is not a stage kind; kinds: "
                              + ", ".join(KINDS))
-        section = item.get("distill")
-        if kind != "distill" and section is not None:
-            raise ValueError(f"config key {where + '.distill'!r}: belongs to a stage of kind distill")
-        merged = _deep_merge(top, {k: v for k, v in item.items() if k not in ("name", "kind", "distill")})
+        for other in KINDS:
+            if other != kind and other in item:
+                raise ValueError(f"config key {where + '.' + other!r}: belongs to a stage of kind {other}")
+        section = item.get(kind)
+        merged = _deep_merge(top, {k: v for k, v in item.items() if k not in ("name", "kind", *KINDS)})
         own_init = bool(merged.get("init_from"))
         stage = Stage(index, name, {}, own_init, kind)
         merged["output"] = str(recipe.folder(stage).root)
@@ -228,9 +237,8 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
                              "(pretrain.steps must be 0; behaviour cloning belongs in the first stage)")
         try:
             stage.cfg = config_mod.resolve(merged, init_later=later)
-            if kind == "distill":
-                from . import distill
-                stage.section = distill.check(section, stage.cfg, first=index == 1 and not own_init)
+            if KINDS[kind]:
+                stage.section = kind_module(kind).check(section, stage.cfg, first=index == 1 and not own_init)
         except ValueError as err:
             raise ValueError(f"stage {name!r}: {err}") from None
         if later:
@@ -264,7 +272,7 @@ def load_recipe(path, overrides: list[str] | None = None, raw: dict | None = Non
 def read_saved(root) -> Recipe:
     """The recipe of a run folder (recipe.yaml), as it was last run."""
     path = Path(root) / "recipe.yaml"
-    saved = config_mod.read_yaml(path.read_text(), str(path))
+    saved = config_mod.read_yaml(read_text_limited(path), str(path))
     if not (isinstance(saved, dict) and isinstance(saved.get("recipe"), dict) and isinstance(saved.get("source"), str)
             and isinstance(saved.get("overrides", []), list)):
         raise ValueError(f"{path}: not a recipe as kahve writes it (source, overrides, recipe)")
@@ -306,10 +314,7 @@ def network_source(recipe: Recipe, stage: Stage) -> str:
     """What the stage after ``stage`` starts from: a training run's folder (its network and critic), or the bot
     file a distill stage writes (its network; a PPO stage after it starts a fresh critic)."""
     folder = recipe.folder(stage).root
-    if stage.kind == "distill":
-        from . import distill
-        return str(folder / distill.BOT_FILE)
-    return str(folder)
+    return str(folder / kind_module(stage.kind).BOT_FILE) if KINDS[stage.kind] else str(folder)
 
 
 def _stage_config(recipe: Recipe, stage: Stage) -> dict:
@@ -406,11 +411,10 @@ class RecipeRun:
                              f"{done['wall_seconds_total']:.0f} s)")
                     continue
                 spent = sum(s["wall_seconds"] for s in state["stages"].values())
-                if stage.kind == "distill":
-                    from . import distill
-                    self.log(f"stage {stage.index}/{n} {stage.name}: distill; the recipe so far {spent:.0f} s")
-                    summary = distill.run(_stage_config(recipe, stage), stage.section, run, progress=progress,
-                                          log=self.log)
+                if KINDS[stage.kind]:
+                    self.log(f"stage {stage.index}/{n} {stage.name}: {stage.kind}; the recipe so far {spent:.0f} s")
+                    summary = kind_module(stage.kind).run(_stage_config(recipe, stage), stage.section, run,
+                                                          progress=progress, log=self.log)
                 else:
                     going_on = run.root.is_dir() and run.find_checkpoint() is not None
                     cfg = _resumed_config(run, stage.cfg) if going_on else _stage_config(recipe, stage)
@@ -432,7 +436,7 @@ class RecipeRun:
 
     @staticmethod
     def _stage_record(stage: Stage, summary: dict) -> dict:
-        return {"name": stage.name, "algorithm": "distill" if stage.kind == "distill" else stage.cfg["algorithm"],
+        return {"name": stage.name, "algorithm": stage.kind if KINDS[stage.kind] else stage.cfg["algorithm"],
                 "steps": summary["steps"],
                 "pretrain_seconds": summary.get("pretrain_seconds", 0.0),
                 "wall_seconds": float(summary["wall_seconds_total"])}
@@ -448,13 +452,19 @@ class RecipeRun:
         records = [state["stages"][s.label] for s in recipe.stages]
         steps = sum(r["steps"] for r in records)
         if (state.get("bot") or {}).get("steps") != steps:      # not written yet, or a stage has trained on since
-            summary = run.read_summary()
-            mlp = MLP.from_arrays(load_npz(run.policy))
-            cfg = {**last.cfg, "algorithm": "distilled"} if last.kind == "distill" else last.cfg
-            meta = RunDir.bot_metadata(cfg, steps, summary.get("evaluation", {}),
-                                       wall_seconds=sum(r["wall_seconds"] for r in records),
-                                       recipe={"command": recipe.command, "stages": records, "machine": machine()})
-            export_onnx(mlp, recipe.bot_file, meta)
+            recipe_meta = {"command": recipe.command, "stages": records, "machine": machine()}
+            wall = sum(r["wall_seconds"] for r in records)
+            if KINDS[last.kind]:       # the stage wrote its bot (an expert network beside the main one, say)
+                from ..policies.bot import Bot, rewrite_metadata
+                source = run.root / kind_module(last.kind).BOT_FILE
+                meta = {**Bot.read_metadata(source)[1], "training_steps": steps, "wall_seconds": wall,
+                        "recipe": recipe_meta}
+                rewrite_metadata(source, recipe.bot_file, meta)
+            else:
+                summary = run.read_summary()
+                meta = RunDir.bot_metadata(last.cfg, steps, summary.get("evaluation", {}), wall_seconds=wall,
+                                           recipe=recipe_meta)
+                export_onnx(MLP.from_arrays(load_npz(run.policy)), recipe.bot_file, meta)
             state["bot"], state["report"] = {"file": recipe.bot_file.name, "steps": steps}, None
             self.write_state(state)
             self.log(f"wrote the bot {recipe.bot_file}")

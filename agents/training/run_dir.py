@@ -39,7 +39,7 @@ from typing import Callable
 
 import yaml
 
-from .files import fsync_dir, read_json, read_yaml, write_text_atomic
+from .files import fsync_dir, read_json, read_text_limited, read_yaml, write_text_atomic
 
 
 class Checkpoint:
@@ -138,10 +138,7 @@ class RunDir:
         """The run's config.yaml as written (a mapping), read with the duplicate-refusing safe loader."""
         if not self.config.is_file():
             raise FileNotFoundError(f"{self.root} is not a training run folder (no config.yaml)")
-        try:
-            raw = read_yaml(self.config.read_text(), str(self.config))
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{self.config}: not a text file ({err.reason})") from None
+        raw = read_yaml(read_text_limited(self.config), str(self.config))
         if not isinstance(raw, dict):
             raise ValueError(f"{self.config}: a config is a mapping of keys, got {type(raw).__name__}")
         return raw

@@ -119,3 +119,36 @@ def test_a_removed_key_at_another_value_is_a_one_line_error(key, value):
         assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match=f"^config.yaml: config key '{key}': removed"):
         config_mod.for_resume({**PISHTI, section: {name: value}}, [], source="config.yaml")
+
+
+# ----- what a crafted config can make kahve do: bounded, one line each --------------------------------------------
+def test_an_alias_bomb_deep_nesting_and_an_endless_file_are_refused_in_one_line(tmp_path):
+    import time
+    from kahve.agents.training import config as config_mod
+    bomb = "game: pishti\nx0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"x{i + 1}: &x{i + 1} [" + ", ".join([f"*x{i}"] * 10) + "]\n" for i in range(8)) + "network: {hidden: *x8}\n"
+    deep = "game: pishti\nseed: " + "[" * 50_000 + "]" * 50_000 + "\n"
+    started = time.process_time()
+    for text, match in ((bomb, "more than 100,000 values"), (deep, "nested deeper than 50 levels")):
+        path = tmp_path / "c.yaml"
+        path.write_text(text)
+        with pytest.raises(ValueError, match=match) as err:
+            config_mod.load(path)
+        assert "\n" not in str(err.value) and len(str(err.value)) < 500
+    with pytest.raises(ValueError, match="nested deeper than 50 levels"):
+        config_mod.apply_overrides({"game": "pishti"}, ["seed=" + "[" * 50_000 + "]" * 50_000])
+    with pytest.raises(ValueError, match="not a regular file"):
+        config_mod.load("/dev/zero")
+    (tmp_path / "big.yaml").write_text("game: pishti\n" + "# padding\n" * 200_000)
+    with pytest.raises(ValueError, match="larger than 1,048,576 bytes"):
+        config_mod.load(tmp_path / "big.yaml")
+    assert time.process_time() - started < 60          # (bounded work: each was refused before it was built)
+
+
+def test_error_messages_quote_a_huge_value_in_part_and_a_network_has_at_most_16_layers():
+    from kahve.agents.training import config as config_mod
+    with pytest.raises(ValueError, match="expected int") as err:
+        config_mod.resolve({"game": "pishti", "seed": "x" * 100_000})
+    assert len(str(err.value)) < 300
+    with pytest.raises(ValueError, match="20,000 layers; at most 16"):
+        config_mod.resolve({"game": "pishti", "network": {"hidden": [8] * 20_000}})

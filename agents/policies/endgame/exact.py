@@ -95,7 +95,7 @@ def solve_lines(game, state, nodes: list | None = None) -> tuple[float, list[flo
     worth most against random while side 1 plays uniformly at random (every legal action alike, each pick of a
     capture included), the same with the sides swapped]), all three for side 0. With ``nodes``, every decision node
     with more than one legal move is appended as (state, seat, {action: value}, {action: value against random}),
-    values for the seat, children before parents (tools/pasur_last_hand.py collects them as examples)."""
+    values for the seat, children before parents (the expert stage keeps them as examples: agents/training/expert.py)."""
     seat = state.current_player
     side = game.sides[seat]
     sign = 1 if side == 0 else -1                   # side 0's values -> the acting side's
