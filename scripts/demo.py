@@ -1,7 +1,8 @@
 """``kahve demo``: one match between random players, printed as a game record.
 
 The record is the engine's move log (:meth:`~kahve.envs.core.engine.State.move_texts`, the public view): every
-move, the forced ones marked "(only choice)", and the table's events (new deals and hands, forced draws, each
+move, marked "(only choice)" where every seat could tell it was forced (not an opponent's forced Pis Yedili
+draw, which hinged on a hidden hand), and the table's events (new deals and hands, forced draws, each
 deal's scoring in words, the result), the same text ``kahve play`` and ``kahve replay`` show.
 """
 

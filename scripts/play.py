@@ -2,8 +2,10 @@
 
 The table is shown from the person's seat (own hand, piles, scores) whenever it is their turn. Every move is
 announced as the engine's move log has it (:meth:`~kahve.envs.core.engine.State.move_texts`): chosen and forced
-moves alike ("(only choice)"), the table's own events (a new deal, forced draws, a deal's scoring, the match
-result), and only what the person's seat can see (an opponent's draw is "draws a card"). Legal moves are
+moves alike, the table's own events (a new deal, forced draws, a deal's scoring, the match result), and only
+what the person's seat can see (an opponent's draw is "draws a card"; "(only choice)" only where the person
+could tell, never on an opponent's move that hinged on their hidden cards). The person is "player k (you)" in
+every line. Legal moves are
 listed with numbers; type a number, or the move as text ("7H", "7H takes 5 cards", "give"), ``?`` for the
 player guide of the game, ``q`` to quit. Invalid input is explained and asked again.
 
@@ -129,6 +131,13 @@ def _plain(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _ambiguous(state, answer: str, texts: list[str]) -> list[int]:
+    """The moves that ``answer`` begins but does not settle (a Pis Yedili "JC": which suit it names), by index;
+    empty when it begins none."""
+    want = state._normalize(answer)           # the parser's own reading of card names and case
+    return [i for i, t in enumerate(texts) if want and state._normalize(t).startswith(want + " ")]
+
+
 def make_bots(bot: str, g, seat: int, seed: int) -> tuple[dict, list[str]]:
     """One policy per seat but ``seat``; a warning raised while loading becomes a plain line (the bot's
     training settings are told by :func:`table_settings` already)."""
@@ -164,13 +173,12 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         "Type a number or a move, '?' for the rules, 'q' to quit.")
     match = Match(g, [None if p == seat else bots[p] for p in range(g.num_players)], seed, move_log=True)
     state = match.state
-    names = {seat: "you"}
     shown = 0
 
     def announce() -> None:
         nonlocal shown
         log = state.move_log
-        for m, text in zip(log[shown:], state.move_texts(seat, shown, names)):
+        for m, text in zip(log[shown:], state.move_texts(seat, shown)):
             out(text if m.seat is not None else "  " + text)
         shown = len(log)
 
@@ -213,7 +221,9 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
                     action = state.parse_action(answer)
                     break
                 except ValueError as err:
-                    out(f"not understood: {err}")
+                    which = _ambiguous(state, answer, texts)
+                    out(f"{answer!r} could be " + " or ".join(f"[{i}] {texts[i]}" for i in which)
+                        + ": type the number, or the whole move" if which else f"not understood: {err}")
         match.apply(action)
     if record:
         from kahve.agents.evaluation.records import dumps, make_record, write_records

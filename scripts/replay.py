@@ -4,7 +4,7 @@ Shows the table before each recorded decision (every hand, or one seat's view wi
 made, in words, followed by what the engine did next by itself: forced moves (a hand's last card, a single
 legal action, marked "(only choice)") and the table's events (new hands, forced draws, a deal's scoring, the
 result), all from the engine's move log (:func:`~kahve.agents.evaluation.records.replay_moves`), as the chosen
-seat saw them. Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many
+seat saw them: with ``--seat K`` a move is marked forced only where seat K could tell (:meth:`Move.forced_for`). Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many
 moves, ``s K`` to see seat K's view, ``a`` to see all hands, ``q`` to quit. Reads commands from standard input.
 """
 
@@ -45,11 +45,13 @@ def replay(record: dict, seat: int | None = None, inp=input, out=print, where: s
     pos, last = 0, len(actions)
 
     def text(m) -> str:
-        """An entry as the current view reads it (all hands: the mover's own wording)."""
+        """An entry as the current view reads it (all hands: the mover's own wording, every forced move marked,
+        since that view sees every hand; one seat's view: that seat's wording, forced where it could tell)."""
         t = m.text_for(m.seat if seat is None else seat)
         if m.seat is None:
             return t
-        return f"{who(m.seat)}: {t}" + (" (only choice)" if m.forced else "")
+        forced = m.forced if seat is None else m.forced_for(seat)
+        return f"{who(m.seat)}: {t}" + (f" ({m.note})" if forced else "")
 
     def show() -> None:
         st = states[pos]

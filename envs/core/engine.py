@@ -57,7 +57,12 @@ class Move(NamedTuple):
 
     ``text`` is the public wording, what every seat sees; ``private`` maps the seats that see more (the mover's
     own drawn card, an Ish call, the cards dealt to a hand) to their wording. :meth:`State.move_texts` and
-    :meth:`text_for` pick a seat's view. No text names a card its reader could not see at that moment."""
+    :meth:`text_for` pick a seat's view. No text names a card its reader could not see at that moment.
+
+    ``forced`` is the engine's own fact (it played a single legal action, C-4). Whether a seat is *told* so is
+    :meth:`forced_for`: the mover always, the others only when they could work it out themselves
+    (``forced_public``, :meth:`State.forced_is_public`). A Pis Yedili draw may be chosen (PY-8), so "draws (only
+    choice)" would tell the others that the drawer held no playable card."""
 
     seat: int | None       # who acted (None for a table event)
     action: int | None     # the action id, or None for an event
@@ -65,12 +70,49 @@ class Move(NamedTuple):
     forced: bool           # applied by the engine (a single legal action, C-4) or a table event
     deal: int              # deals completed before this move
     private: dict | None = None   # seat -> what that seat sees instead of ``text``
+    forced_public: bool = False   # a forced move: every seat can tell it was the only legal choice
+    note: str = "only choice"     # a forced move's label, for the seats told of it ("last card")
 
     def text_for(self, seat: int | None) -> str:
         """The wording ``seat`` sees (``None``: the public one), without the "player k:" prefix."""
         if self.private and seat in self.private:
             return self.private[seat]
         return self.text
+
+    def forced_for(self, seat: int | None) -> bool:
+        """Whether ``seat`` (``None``: a spectator who sees what every seat sees) may be told that this move was
+        forced: a table event always is the table's; a player's forced move only to the mover, or to everyone
+        when everyone could tell (``forced_public``)."""
+        if not self.forced:
+            return False
+        return self.seat is None or self.forced_public or (seat is not None and seat == self.seat)
+
+
+#: "player 3" (or "player 3's") in a log text, not already marked "(you)"
+_PLAYER_WORD = re.compile(r"\bplayer (\d+)\b('s\b)?(?! \(you\))")
+
+
+def mark_you(text: str, seat: int | None) -> str:
+    """``text`` as ``seat`` reads it: every "player k" that is ``seat`` becomes "player k (you)" ("player k's":
+    "your"), so a seat is called the same in every line (never "you" here and "player 0" there)."""
+    if seat is None or "player" not in text:
+        return text
+
+    def one(m):
+        if int(m.group(1)) != seat:
+            return m.group(0)
+        return "your" if m.group(2) else f"player {seat} (you)"
+
+    return _PLAYER_WORD.sub(one, text)
+
+
+def move_line(m: "Move", seat: int | None, names: dict | None = None) -> str:
+    """One log entry as ``seat`` reads it (:meth:`State.move_texts`): "player 1: 7H takes 4C (only choice)"."""
+    text = mark_you(m.text_for(seat), seat)
+    if m.seat is None:
+        return text
+    who = names[m.seat] if names and m.seat in names else mark_you(f"player {m.seat}", seat)
+    return f"{who}: {text}" + (f" ({m.note})" if m.forced_for(seat) else "")
 
 
 class IllegalActionError(ValueError):
@@ -313,6 +355,25 @@ class State:
             return Move(seat, action, text, forced, self.deals_completed)
         return Move(seat, action, "decides (shown later)", forced, self.deals_completed, {seat: text})
 
+    def forced_is_public(self, action: int) -> bool:
+        """Whether every seat, seeing ``action`` made now as the single legal action, could tell that it was the
+        only choice: the legal actions follow from what everyone sees (hand sizes, face-up cards, the phase).
+        Asked before the forced action is applied. Default: no, so only the mover is told (a game whose
+        choices depend on a hidden hand must say no; one whose do not overrides this)."""
+        return False
+
+    def forced_note(self, action: int) -> str:
+        """The label of ``action`` played by the engine as the single legal action (default "only choice")."""
+        return "only choice"
+
+    def _log_move(self, seat: int, action: int, forced: bool) -> None:
+        """Append the move-log entry of ``action`` (before it is applied), with who may be told it was forced."""
+        m = self._logged_move(seat, action, forced)
+        if forced:
+            m = m._replace(forced=True, forced_public=bool(self.forced_is_public(action)),
+                           note=self.forced_note(action))
+        self.move_log.append(m)
+
     def _log_event(self, text: str, private: dict | None = None) -> None:
         """Note a table event (a forced draw, a card turned by the rules, a new deal, the deal's scoring) in the
         move log, if it is on. ``text`` is a whole sentence that names the seats it is about; ``private`` maps
@@ -371,17 +432,11 @@ class State:
 
     def move_texts(self, seat: int | None, start: int = 0, names: dict | None = None) -> list[str]:
         """The move log from entry ``start`` on as ``seat`` saw it (``None``: the public view). A move is
-        prefixed with who acted ("player 1: 7H takes 4C"; ``names`` may rename seats, e.g. ``{0: "you"}``)
-        and marked "(only choice)" when the engine played it as the single legal action; a table event
-        (``seat`` None) is its text alone."""
-        out = []
-        for m in self.move_log[start:]:
-            text = m.text_for(seat)
-            if m.seat is not None:
-                who = names[m.seat] if names and m.seat in names else f"player {m.seat}"
-                text = f"{who}: {text}" + (" (only choice)" if m.forced else "")
-            out.append(text)
-        return out
+        prefixed with who acted ("player 1: 7H takes 4C"; ``names`` may rename seats), the reader's own seat
+        is "player k (you)" throughout (:func:`mark_you`), and a forced move is marked "(only choice)" (or its
+        own note) only where the reader could tell that it was forced (:meth:`Move.forced_for`); a table
+        event (``seat`` None) is its text alone."""
+        return [move_line(m, seat, names) for m in self.move_log[start:]]
 
     # ----- deal and match results in words (logged as table events; the screens show them) -------------
     def side_name(self, side: int) -> str:
@@ -457,7 +512,7 @@ class State:
             self.rewards = [0.0] * self.num_players
             self._paid = False
         if self.move_log is not None:
-            self.move_log.append(self._logged_move(self.current_player, action, False))
+            self._log_move(self.current_player, action, False)
             self._apply(action)
             if self._skip_single_choice:
                 self._auto_play()
@@ -489,7 +544,7 @@ class State:
             if len(legal) != 1:
                 return
             if self.move_log is not None:
-                self.move_log.append(self._logged_move(self.current_player, legal[0], True))
+                self._log_move(self.current_player, legal[0], True)
             self._apply(legal[0])
 
     def _copy_core(self, streams: bool = True) -> dict:

@@ -587,6 +587,11 @@ class IshState(State):
         """Calls are hidden until RESOLVE (IS-1); stakes and slots are public."""
         return action < self.game.no_call
 
+    def forced_is_public(self, action: int) -> bool:
+        """The stakes allowed follow from the public bankrolls, the free slots are in sight, and a call is never
+        forced (calling and silence are always both legal)."""
+        return True
+
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """A call or silence is seen by the others only when the round is resolved (IS-1)."""
         if action >= self.game.no_call:

@@ -577,6 +577,16 @@ class PasurState(State):
     _SUR_TEXT = {None: "", "sur": " (sur)", "cancel": " (sur: cancels one of the opponent's)",
                  "capped": " (a sweep, but no sur: capped)"}
 
+    def forced_is_public(self, action: int) -> bool:
+        """Any card in hand may be played (a forced play is a hand's last card, and hand sizes are public), and
+        the captures a card allows follow from it and the pool, both face up: everyone sees a single choice."""
+        return True
+
+    def forced_note(self, action: int) -> str:
+        # the last card of a hand, not the capture it makes (which may still be a choice: "play A♣, which can
+        # take 5S or 3H 2D" is followed by the pick)
+        return "last card" if action < TAKE else "only choice"
+
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """A play says what it takes (or that it trails, or that a choice of capture follows); the pick that
         completes a capture is logged as the whole capture."""

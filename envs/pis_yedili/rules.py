@@ -357,7 +357,7 @@ class PisYediliState(State):
         while not any(FIRST_OK[c] for c in hand):
             self._limit(p, FIRST_MASK)                  # everyone sees that p holds no such club
             if self.move_log is not None:
-                self._log_draw(p, 1, "no club to open with")
+                self._log_draw(p, 1, "round 1: no club of 2-6, 8, 9, Q or K to open with")
             if not self._draw(p, 1):
                 return
 
@@ -716,6 +716,18 @@ class PisYediliState(State):
         many = f"{len(cards)} cards" if len(cards) != 1 else "a card"
         self._log_event(f"player {p} draws {many} ({why})",
                         {p: f"player {p} (you) draws {' '.join(cards_str(cards)) or 'nothing'} ({why})"})
+
+    def forced_is_public(self, action: int) -> bool:
+        """Whether the others could tell that the engine's single choice was one. Mostly not: what is legal
+        depends on the hidden hand, and a draw may be chosen (PY-8), so "draw a card (only choice)" would tell
+        that the drawer held no playable card (and a forced pass, 7 penalty or round-1 club likewise). Public
+        only where the rules or the hand in sight settle it: a follow-up draw, only allowed without a legal card
+        (PY-5); taking a 7's penalty when a 7 must be answered (PY-3); the last card of a hand, seen as played."""
+        if action == DRAW and self.phase == FOLLOW_UP:
+            return True
+        if action == TAKE_PENALTY and self.game.must_answer:
+            return True
+        return action < DRAW and len(self.hands[self.current_player]) == 1
 
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """A play says its effect (the penalty for the next player, a bounce, a follow-up, going out); a draw

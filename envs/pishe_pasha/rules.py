@@ -442,6 +442,10 @@ class PishePashaState(State):
 
     _SUIT_WORDS = ("clubs", "diamonds", "hearts", "spades")
 
+    def forced_is_public(self, action: int) -> bool:
+        """The legal actions follow from the face-up discard tops, the turned card and the settings alone."""
+        return True
+
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """TURN says which card came up and where it went (a suit pile, the pending choice, one's own discard
         pile, which ends the turn); KEEP says that the turn ends."""

@@ -400,6 +400,13 @@ class PishtiState(State):
             self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
         return obs
 
+    def forced_is_public(self, action: int) -> bool:
+        """Any card in hand may be played, so a move is forced only with one card left: hand sizes are public."""
+        return True
+
+    def forced_note(self, action: int) -> str:
+        return "last card"
+
     def _logged_move(self, seat: int, action: int, forced: bool) -> Move:
         """A capture says how many cards it took (and the pişti's points); a trail says where the card went."""
         card = card_str(action)

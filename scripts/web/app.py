@@ -7,8 +7,12 @@ GET      ``/``                                the page (sets the browser session
 GET      ``/static/...``                      the page's script, style sheet and card pictures
 GET      ``/api/games``                       the games, their settings (form fields), opponents
 POST     ``/api/check``                       ``{game, settings}``: valid?, table size, which opponents fit
+POST     ``/api/guide``                       ``{game, settings}``: the player guide, with those house settings
+GET      ``/api/tables``                      this browser session's tables (to go back to one)
 POST     ``/api/tables``                      ``{game, settings, seat, opponent[, seed]}``: a new table
 GET      ``/api/tables/{id}``                 the table as the person's seat sees it, with the log
+DELETE   ``/api/tables/{id}``                 close the table
+GET      ``/api/tables/{id}/guide``           the player guide of the table's game, with its settings
 POST     ``/api/tables/{id}/move``            ``{actions: [...] | action, seat, step}``: the person's move
 POST     ``/api/tables/{id}/new``             a new match at the same table
 GET      ``/api/tables/{id}/record``          the finished match as a record file (``kahve replay`` reads it)
@@ -19,7 +23,8 @@ applied action (the person's, then each bot's up to the person's next decision),
 produced as the seat saw them, the scoring when it ended a deal, and the seat's view after it.
 
 Every refused request is a 4xx JSON answer ``{"error": message}``: unknown or expired table (404/410), a
-malformed body or move (400), a body that is not JSON (400/415), too large (413), a move for another seat
+malformed body or move (400), a body that is not JSON or nested too deeply (400/415), shorter than its
+Content-Length or not arriving within :data:`BODY_WAIT_S` (400), too large (413), a move for another seat
 (403), an illegal or stale move or a finished match (409). An unexpected error is a 500 with a message; the
 server goes on. The CPU work of a request (the bots' thinking) runs in a worker thread, so a slow table
 never holds up the others.
@@ -27,6 +32,7 @@ never holds up the others.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import traceback
@@ -50,6 +56,9 @@ from .tables import TableManager, WebError, make_game, opponent_choices
 STATIC = Path(__file__).parent / "static"
 COOKIE = "kahve_session"
 MAX_BODY = 16 * 1024          # bytes: a move is a few dozen
+#: seconds a request body may take to arrive: the page sends a few dozen bytes at once, so a body still missing
+#: after this is a client that declared more than it sends (it would hold a worker until the connection dropped)
+BODY_WAIT_S = 0.5
 #: the page may load nothing but this server's own files (the browser enforces it), and no other site may frame it
 PAGE_HEADERS = {
     "Cache-Control": "no-store",
@@ -77,16 +86,29 @@ async def read_json(request: Request, limit: int = MAX_BODY):
         except ValueError:
             raise WebError(400, "a malformed Content-Length header") from None
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise WebError(413, f"the request body is too large (more than {limit} bytes)")
+
+    async def receive() -> None:
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > limit:
+                raise WebError(413, f"the request body is too large (more than {limit} bytes)")
+
+    try:
+        await asyncio.wait_for(receive(), BODY_WAIT_S)
+    except asyncio.TimeoutError:
+        raise WebError(400, f"the request body did not arrive in full ({len(body)} bytes"
+                       + (f" of the {declared} declared" if declared is not None else "")
+                       + f" after {BODY_WAIT_S} s)") from None
     if not body:
         return {}
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise WebError(400, f"the request body is not valid JSON ({err})") from None
+    except RecursionError:           # "[[[[...": Python's parser recurses per level
+        raise WebError(400, "the request body is JSON nested too deeply") from None
+    except ValueError as err:        # e.g. an integer of more digits than Python converts
+        raise WebError(400, f"the request body is not usable JSON ({err})") from None
     if not isinstance(data, dict):
         raise WebError(400, "the request body must be a JSON object")
     return data
@@ -130,6 +152,7 @@ def create_app(manager: TableManager | None = None, allowed_hosts: list[str] | N
         for name in envs.GAMES:
             cls = envs.game_class(name)
             out.append({"name": name, "title": cls.title, "summary": cls.summary,
+                        "summary_words": views.SUMMARIES.get(name, cls.summary),
                         "settings": views.settings_form(name),
                         "opponents": opponent_choices(name)})
         return JSONResponse({"games": out})
@@ -147,6 +170,26 @@ def create_app(manager: TableManager | None = None, allowed_hosts: list[str] | N
                                  "opponents": opponent_choices(name)})
         return JSONResponse({"valid": True, "error": None, "players": game.num_players, "sides": list(game.sides),
                              "opponents": await run_in_threadpool(opponent_choices, name, game)})
+
+    @api
+    async def guide(request: Request):
+        body = await read_json(request)
+        game = make_game(body.get("game"), body.get("settings"))
+        return JSONResponse(views.guide(game))
+
+    @api
+    async def listing(request: Request):
+        return JSONResponse({"tables": manager.listing(session_of(request))})
+
+    @api
+    async def close(request: Request):
+        manager.close(session_of(request), request.path_params["tid"])
+        return JSONResponse({"closed": request.path_params["tid"]})
+
+    @api
+    async def table_guide(request: Request):
+        table = manager.get(session_of(request), request.path_params["tid"])
+        return JSONResponse(views.guide(table.game))
 
     @api
     async def create(request: Request):
@@ -188,8 +231,12 @@ def create_app(manager: TableManager | None = None, allowed_hosts: list[str] | N
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         Route("/api/games", games, methods=["GET"]),
         Route("/api/check", check, methods=["POST"]),
+        Route("/api/guide", guide, methods=["POST"]),
+        Route("/api/tables", listing, methods=["GET"]),
         Route("/api/tables", create, methods=["POST"]),
         Route("/api/tables/{tid}", show, methods=["GET"]),
+        Route("/api/tables/{tid}", close, methods=["DELETE"]),
+        Route("/api/tables/{tid}/guide", table_guide, methods=["GET"]),
         Route("/api/tables/{tid}/move", move, methods=["POST"]),
         Route("/api/tables/{tid}/new", new_match, methods=["POST"]),
         Route("/api/tables/{tid}/record", record, methods=["GET"]),

@@ -7,8 +7,13 @@ specs and the one match loop everyone uses (:func:`kahve.agents.policies.specs.m
 What goes back to the page is built by :mod:`.views` from what the person's seat may see.
 
 A table belongs to the browser session that made it (its owner token) and has an unguessable id; a request
-from another session finds nothing. Tables expire after ``idle_seconds`` without a request. Every refused
-request raises :class:`WebError` (status and message) before anything of the table has changed.
+from another session finds nothing. Tables expire after ``idle_seconds`` without a request, and are then
+dropped with everything they hold. Every refused request raises :class:`WebError` (status and message) before
+anything of the table has changed.
+
+A trained bot's onnxruntime sessions are loaded once per process and shared by every table that plays it
+(:func:`kahve.agents.policies.specs.load_bot`); a table holds only its own small ``Bot`` (a generator), so an
+extra table costs its engine state and log, well under 1 MB.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from . import views
 ISMCTS_LEVELS = (100, 400)
 #: difficulty-level specs that policy specs may offer (the bots issue); offered once make_policy accepts them
 LEVEL_SPECS = ("easy", "medium", "hard")
+LEVEL_LABELS = {"easy": "easy (the trained bot, with slips now and then)", "medium": "medium (the trained bot)",
+                "hard": "hard (the trained bot, thinking ahead: slower)"}
 MAX_ACTIONS_PER_MOVE = 64
 
 
@@ -84,7 +91,7 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
             except Exception:  # a spec that policy specs do not know (yet), or that does not fit these settings
                 _LEVELS_OK[key] = False
         if _LEVELS_OK[key]:
-            out.append({"spec": level, "label": f"{level} (difficulty level)", "fits": True, "reason": None})
+            out.append({"spec": level, "label": LEVEL_LABELS[level], "fits": True, "reason": None})
     for path in shipped_bots(game_name):
         meta = _bot_metadata(path)
         spec = f"{game_name}/{path.stem}"
@@ -92,8 +99,9 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
             continue
         trained = meta.get("settings", {})
         shaping = {k: trained[k] for k in envs.game_class(game_name).space_settings if k in trained}
-        label = f"trained bot {path.stem}" + (" (" + ", ".join(f"{k}={v}" for k, v in shaping.items()) + ")"
-                                              if shaping else "")
+        label = f"trained bot “{path.stem}”" + (" (" + ", ".join(
+            f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}" for k, v in shaping.items()) + ")"
+            if shaping else "")
         fits, reason = True, None
         if game is not None:
             try:
@@ -103,15 +111,25 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
             except BotFileError as err:
                 fits = False
                 differ = {k: v for k, v in shaping.items() if game.settings.get(k, v) != v}
-                reason = ("trained for " + ", ".join(f"{k}={v}" for k, v in differ.items()) + "; this table has "
-                          + ", ".join(f"{k}={game.settings[k]}" for k in differ)) if differ else str(err)
+                words = lambda k, v: f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}"  # noqa: E731
+                reason = ("trained for " + ", ".join(words(k, v) for k, v in differ.items()) + "; this table has "
+                          + ", ".join(words(k, game.settings[k]) for k in differ)) if differ else str(err)
         out.append({"spec": spec, "label": label, "fits": fits, "reason": reason})
-    out.append({"spec": "heuristic", "label": "heuristic (rule-based player)", "fits": True, "reason": None})
+    out.append({"spec": "heuristic", "label": "rule-based player (plays by rules of thumb, quick)", "fits": True,
+                "reason": None})
     for n in ISMCTS_LEVELS:
-        out.append({"spec": f"ismcts:{n}", "label": f"ismcts:{n} (search, {n} iterations a move)",
+        out.append({"spec": f"ismcts:{n}", "label": f"searching player, {n} tries a move (slow: seconds a move)",
                     "fits": True, "reason": None})
-    out.append({"spec": "random", "label": "random (any legal move)", "fits": True, "reason": None})
+    out.append({"spec": "random", "label": "random player (any legal move)", "fits": True, "reason": None})
     return out
+
+
+def opponent_label(game_name: str, spec: str) -> str:
+    """The opponent as the setup form named it ("trained bot ppo", "hard (difficulty level)")."""
+    for choice in opponent_choices(game_name):
+        if choice["spec"] == spec:
+            return choice["label"]
+    return spec
 
 
 def make_game(game_name: str, settings) -> object:
@@ -136,13 +154,13 @@ def make_game(game_name: str, settings) -> object:
             try:
                 v = spec.by_name[k].from_string(v)
             except ValueError as err:
-                raise WebError(400, f"setting {k!r}: {err}") from None
+                raise WebError(400, views.player_words(game_name, f"setting {k!r}: {err}")) from None
         values[k] = v
     values.update(views.FIXED_SETTINGS)
     try:
         return envs.game_class(game_name)(**values)
     except (ValueError, TypeError) as err:
-        raise WebError(400, str(err)) from None
+        raise WebError(400, views.player_words(game_name, str(err))) from None
 
 
 # ----- one table ---------------------------------------------------------------------------------------------
@@ -158,6 +176,7 @@ class Table:
         self.settings = settings
         self.seat = seat
         self.opponent = opponent
+        self.opponent_label = opponent_label(game.name, opponent)
         self.seed = random.SystemRandom().randrange(2 ** 32) if seed is None else seed
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # a bot trained with another target score plays on
@@ -181,7 +200,20 @@ class Table:
         v["step"] = len(self.actions)
         v["table"] = self.id
         v["opponent"] = self.opponent
+        v["opponent_label"] = self.opponent_label
         return v
+
+    def summary(self) -> dict:
+        """One line of the session's list of tables (to go back to one)."""
+        st = self.state
+        over = st.current_player is None
+        word = getattr(st, "deal_word", "deal")
+        where = ("finished" if over else
+                 f"{word} {st.deals_completed + 1}, " + ("your turn" if st.current_player == self.seat else
+                                                         "waiting for the bots"))
+        return {"table": self.id, "game": self.game.name, "title": self.game.title, "players": self.game.num_players,
+                "opponent": self.opponent_label, "over": over, "where": where,
+                "step": len(self.actions)}
 
     # the one place where the state changes
     def _apply(self, action: int) -> dict:
@@ -261,9 +293,10 @@ class Table:
 # ----- all tables --------------------------------------------------------------------------------------------
 class TableManager:
     """Every live table, by id; thread-safe. Tables idle for ``idle_seconds`` expire; a session keeps at most
-    ``per_session`` tables (its least recently used one makes room), the server at most ``max_tables``."""
+    ``per_session`` tables (its least recently used finished one makes room; a running match is never dropped
+    to make room: the session is asked to close one), the server at most ``max_tables``."""
 
-    def __init__(self, idle_seconds: float = 1800.0, max_tables: int = 500, per_session: int = 8, clock=None):
+    def __init__(self, idle_seconds: float = 1800.0, max_tables: int = 500, per_session: int = 12, clock=None):
         self.idle_seconds = float(idle_seconds)
         self.max_tables = int(max_tables)
         self.per_session = int(per_session)
@@ -320,7 +353,11 @@ class TableManager:
         with self.lock:
             mine = [t for t, tab in self.tables.items() if tab.owner == owner]
             if len(mine) >= self.per_session:
-                self._drop(mine[0], expired=True)
+                done = [t for t in mine if self.tables[t].state.current_player is None]
+                if not done:
+                    raise WebError(409, f"you already have {len(mine)} matches going at this server; go back to "
+                                        "one of them, or close one, before opening another")
+                self._drop(done[0], expired=False)
             if len(self.tables) >= self.max_tables:
                 raise WebError(503, f"the server already holds {self.max_tables} tables; try again later")
             self.tables[table.id] = table
@@ -359,6 +396,21 @@ class TableManager:
             table.touched = self.clock()
             table.lock.release()
 
+    def listing(self, owner: str | None) -> list[dict]:
+        """The session's tables, the most recently used first."""
+        self.sweep()
+        if owner is None:
+            return []
+        with self.lock:
+            mine = [tab for tab in self.tables.values() if secrets.compare_digest(tab.owner, owner)]
+        return [tab.summary() for tab in reversed(mine)]
+
+    def close(self, owner: str | None, tid: str) -> None:
+        table = self.get(owner, tid)
+        with self.lock:
+            if self.tables.get(tid) is table:
+                self._drop(tid, expired=False)
+
     def show(self, owner: str, tid: str) -> dict:
         table = self.get(owner, tid)
         if not table.lock.acquire(blocking=False):
@@ -379,7 +431,8 @@ class TableManager:
     @staticmethod
     def _answer(table: Table, events: list[dict]) -> dict:
         view = events[-1]["view"] if events else table.view()     # the last event's view is the table's now
-        return {"table": table.id, "seat": table.seat, "events": events, "view": view}
+        return {"table": table.id, "seat": table.seat, "events": events, "view": view,
+                "settings": dict(table.settings)}
 
 
 def parse_move(body: dict, table: Table) -> list[int]:

@@ -30,7 +30,8 @@ BREAKDOWN_LABELS = {
     "pasur": {"cards": "cards taken", "clubs": "clubs", "seven_clubs": "7+ clubs (haft khâj)",
               "ten_diamonds": "10♦", "two_clubs": "2♣", "aces": "aces", "jacks": "jacks",
               "card_points": "card points", "surs": "net surs", "sur_points": "sur points"},
-    "pis_yedili": {"hand_value": "cards left in hand", "multiplier": "multiplier", "muamele_cards": "Muamele draws",
+    "pis_yedili": {"hand_value": "value of the cards left in hand", "multiplier": "multiplier",
+                   "muamele_cards": "Muamele draws",
                    "muamele_points": "Muamele points", "total": "penalty", "went_out": "went out",
                    "end": "deal ended", "last_card": "last card"},
     "pishe_pasha": {"winner": "winner", "stock": "cards left in stock", "discard": "cards left in discard",
@@ -38,6 +39,111 @@ BREAKDOWN_LABELS = {
     "ish": {"stakes": "stake", "results": "result", "calls": "called", "reaction_times": "reaction time",
             "fines": "fine", "bankrolls": "bankroll", "eligible": "eligible", "winner": "winner",
             "void": "void round", "out": "out of the match", "eliminated": "went broke this round"},
+}
+
+#: per game: what the setup page says about the game, in player words (the games' ``summary`` is for developers)
+SUMMARIES = {
+    "pasur": "A Persian fishing game for 2 players. Play a card to take pool cards that add up to 11 with it; a "
+             "king takes a king, a queen a queen, and a jack takes every numbered card and jack. Emptying the "
+             "pool is a sur. Clubs, 10♦, 2♣, aces, jacks and surs score; six hands make a round.",
+    "pishti": "A Turkish fishing game for 2 players, 4 players, or two partnerships. A card of the same rank as the "
+              "pile's top card takes the whole pile, and so does a jack; taking a lone card is a pişti. Jacks, "
+              "aces, 2♣, 10♦, the most cards and the piştis score.",
+    "pis_yedili": "“Dirty Seven”, a shedding game for 2 to 4 players: follow the top card's suit or rank and get rid "
+                  "of your cards. A 7 makes the next player draw 3 (unless they answer with a 7), a jack names a "
+                  "suit, a 10 sends the turn back, an ace makes everyone else draw. The cards left in your hand "
+                  "are penalty points: the lowest total wins.",
+    "pishe_pasha": "A two-player race: empty your face-down stock and your discard pile onto four shared suit "
+                   "piles (ace up to king), or onto your opponent's discard pile (one rank up or down). The "
+                   "winner scores the cards the opponent has left.",
+    "ish": "A betting game of pure luck on a 40-card sun deck. Everyone stakes and takes two face-down cards; every "
+           "card is turned up, and the best result wins the pot, but only if its holder calls (“Paoy”, or “Kath” "
+           "with the Crown). A player whose chips fall below the lowest stake is out.",
+}
+
+#: per game and setting: its label and help on the setup form, in player words (developers read rules.md), and
+#: words for the options of a choice
+SETTING_WORDS = {
+    "pasur": {
+        "target_score": ("points to win", "the match ends after a round in which someone reaches this"),
+        "sur_value": ("points of a sur", "what each sur still standing at the end of a round is worth"),
+        "sur_on_final_deal": ("surs in the last hand", "whether emptying the pool counts as a sur in the round's "
+                                                       "sixth, last hand"),
+        "sur_cancellation": ("a sur cancels one", "a sur cancels one of the opponent's instead of adding one"),
+        "sur_cap": ("no surs near the end", "a player this close to winning scores no sur"),
+        "sur_cap_threshold": ("…from this many points", "the total at the start of a round from which a player "
+                                                       "scores no sur (with the rule above)"),
+        "redeal_rule": ("deal again when the pool has", "which opening pools are dealt again",
+                        {"standard": "2 jacks, or 3 queens or 3 kings", "jacks_only": "2 jacks"}),
+        "tie_rule": ("equal totals at the end", "what happens when both reach the target with the same total",
+                     {"extra_round": "play another round", "draw": "a draw"}),
+        "max_rounds": ("at most this many rounds", "the match stops after this many rounds in any case"),
+    },
+    "pishti": {
+        "players": ("players", "2 or 4 players"),
+        "partnerships": ("partnerships", "with 4 players: you and the player opposite against the other two"),
+        "target_score": ("points to win", "the match ends after a deal in which a side reaches this"),
+        "pisti_value": ("points of a pişti", "taking a pile of one card"),
+        "jack_pisti_value": ("points of a jack pişti", "a pişti made with a jack (see the next setting)"),
+        "jack_double": ("jack piştis pay more", "which piştis made with a jack pay the jack pişti's points",
+                        {"never": "never", "jack_on_jack": "a jack taking a lone jack", "any_jack": "any jack pişti"}),
+        "majority_bonus": ("points for the most cards", "for the side that took the most cards (alone)"),
+        "jack_on_empty_counts": ("a jack on an empty pile is a pişti", "a house rule"),
+        "jack_on_lone_card_is_pisti": ("a jack taking a lone card is a pişti", "off: only matching ranks make "
+                                                                               "piştis"),
+        "two_clubs_value": ("points of 2♣", ""),
+        "ten_diamonds_value": ("points of 10♦", ""),
+        "tie_rule": ("equal totals at the end", "when two sides reach the target with the same total",
+                     {"extra_deal": "play another deal", "shared_win": "they share the win"}),
+        "max_deals": ("at most this many deals", "the match stops after this many deals in any case"),
+    },
+    "pis_yedili": {
+        "players": ("players", "2 players play with one pack, 3 or 4 with two"),
+        "game_end_penalty": ("penalty points that end the match", "after a deal in which someone reaches this, the "
+                                                                  "lowest total wins"),
+        "ten_rule": ("a 10", "what a 10 does to the turn",
+                     {"bounce": "sends the turn back one player", "reverse": "reverses the direction of play"}),
+        "after_seven_penalty": ("after taking a 7's cards", "",
+                                {"continue": "you may still play or pass", "lose_turn": "your turn ends"}),
+        "must_answer_seven": ("a 7 must be answered", "holding a 7, you must play it on a 7"),
+        "twin_rule": ("a twin lets you play again", "playing a card onto its twin",
+                      {"identical": "the identical card (two packs)", "same_rank": "any card of the same rank",
+                       "off": "no twins"}),
+        "jack_out_multiplier": ("going out on a jack multiplies by", "the other hands' penalty points"),
+        "seven_out_multiplier": ("going out on a 7 multiplies by", "the other hands' penalty points"),
+        "muamele": ("Muamele", "a player caught with sevens draws 3 cards blind for each and scores them too"),
+        "muamele_multiplied": ("Muamele multiplied too", "the going-out multiplier applies to Muamele as well"),
+        "muamele_on_exhaustion": ("Muamele when the stock runs out", "also when the deal ends with an empty stock"),
+        "stock_end": ("the deal ends", "when the stock is used up",
+                      {"when_empty": "as soon as the stock is empty", "on_failed_draw":
+                       "when someone must draw from an empty stock"}),
+        "max_deals": ("at most this many deals", "the match stops after this many deals in any case"),
+    },
+    "pishe_pasha": {
+        "match_target": ("the match", "one deal, or the first to a number of points",
+                         {"one_deal": "one deal", "50": "first to 50 points", "100": "first to 100 points"}),
+        "give_compulsory": ("giving is compulsory", "a card that fits the opponent's pile must go there"),
+        "rank_wrap": ("king and ace are neighbours", "for fitting a card onto the opponent's pile"),
+        "max_turns": ("turns per deal", "a deal that reaches this many turns is a draw"),
+        "max_deals": ("at most this many deals", "the match stops after this many deals in any case"),
+    },
+    "ish": {
+        "players": ("players", "2 to 20 players"),
+        "bankroll": ("chips to start with", ""),
+        "min_bet": ("lowest stake", "a player with fewer chips is out"),
+        "max_bet": ("highest stake", ""),
+        "bet_levels": ("stakes to choose from", "how many stakes between the lowest and the highest"),
+        "payout": ("the winner takes", "", {"pot": "the whole pot", "matched": "each other stake, matched"}),
+        "card_selection": ("the face-down cards", "",
+                           {"auto": "dealt to you", "agent": "you pick them from the table"}),
+        "crown_must_call": ("the Crown must call", "off: the Crown's holder wins without calling"),
+        "reflex": ("reaction time", "how fast each player calls (larger: slower)"),
+        "false_call_fine": ("fine for a wrong call", "chips a player pays for calling without the best result"),
+        "max_rounds": ("at most this many rounds", "the match stops after this many rounds in any case"),
+    },
+    "*": {
+        "first_dealer": ("first dealer", "who deals the first deal", {"random": "drawn at random"}),
+    },
 }
 
 #: settings a person does not choose at the web table (fixed to these values)
@@ -407,16 +513,16 @@ def log_entries(state, seat: int, start: int, names: list[str] | None = None) ->
     log = state.move_log
     if log is None or start >= len(log):
         return []
-    texts = state.move_texts(seat, start)
+    texts = state.move_texts(seat, start, {p: "" for p in range(state.num_players)})
     names = names or seat_names(state.num_players, seat, list(state.game.sides))
     out = []
     for k, (m, text) in enumerate(zip(log[start:], texts)):
         if m.seat is not None:
-            prefix = f"player {m.seat}: "
-            if text.startswith(prefix):
-                text = text[len(prefix):]
+            text = text[2:]                        # the empty name's ": " (the page shows who apart)
+        # "forced" only where this seat could tell (Move.forced_for): an opponent's forced Pis Yedili draw is
+        # a plain draw here, as it is in the text
         out.append({"i": start + k, "seat": m.seat, "who": None if m.seat is None else names[m.seat],
-                    "text": text, "forced": bool(m.forced), "deal": m.deal + 1})
+                    "text": text, "forced": m.forced_for(seat), "deal": m.deal + 1})
     return out
 
 
@@ -484,7 +590,10 @@ def settings_form(game_name: str) -> list[dict]:
     for s in spec.settings:
         if s.name in HIDDEN_SETTINGS:
             continue
-        f = {"name": s.name, "default": _plain(s.default), "doc": s.doc, "allowed": s.allowed()}
+        words = SETTING_WORDS.get(game_name, {}).get(s.name) or SETTING_WORDS["*"].get(s.name)
+        label, help_text, options = (words + ({},))[:3] if words else (s.name.replace("_", " "), "", {})
+        f = {"name": s.name, "label": label, "help": help_text, "default": _plain(s.default),
+             "option_labels": {str(k): v for k, v in options.items()}, "doc": s.doc, "allowed": s.allowed()}
         if isinstance(s, S.Flag):
             f["kind"] = "flag"
         elif isinstance(s, S.Choice):
@@ -498,3 +607,62 @@ def settings_form(game_name: str) -> list[dict]:
             f["kind"] = "text"
         out.append(f)
     return out
+
+
+def player_words(game_name: str, message: str) -> str:
+    """A settings error as the setup page shows it: each setting named by its label on the form ("setting
+    'target_score': 5 is not allowed" -> "“points to win”: 5 is not allowed")."""
+    import re
+    words = {**SETTING_WORDS["*"], **SETTING_WORDS.get(game_name, {})}
+
+    def label(m):
+        w = words.get(m.group(2))
+        return f"“{w[0]}”" if w else m.group(0)
+
+    return re.sub(r"(setting )?'(\w+)'", label, message)
+
+
+# ----- the player guide -----------------------------------------------------------------------------------------
+def guide(game) -> dict:
+    """The player guide of ``game`` with its settings (the text ``kahve play`` shows on ``?``) as plain blocks for
+    the page: ``{"title", "blocks": [{"kind": "h2" | "p" | "li", "text"}]}``; texts keep the guide's card codes
+    and ``*emphasis*``, and the house settings in force are one item each."""
+    import re
+
+    from kahve.envs.core.guide import player_guide
+    blocks, title, para = [], game.title, []
+
+    def flush():
+        if para:
+            blocks.append({"kind": "p", "text": " ".join(para)})
+            para.clear()
+
+    house = item = False
+    for line in player_guide(game).splitlines():
+        line = line.replace("`", "").strip()
+        if not line:
+            flush()
+            item = False
+            continue
+        m = re.match(r"^(#+) (.*)", line)
+        if m:
+            flush()
+            if len(m.group(1)) == 1:
+                title = m.group(2)
+            else:
+                blocks.append({"kind": "h2", "text": m.group(2)})
+            house = m.group(2).lower().startswith("house settings")
+            continue
+        if line.startswith("- "):
+            flush()
+            blocks.append({"kind": "li", "text": line[2:]})
+            item = True
+        elif item:
+            blocks[-1]["text"] += " " + line              # a list item's wrapped line
+        elif house:                                       # "A; b; c." as one item each
+            for phrase in line.rstrip(".").split("; "):
+                blocks.append({"kind": "li", "text": phrase[:1].upper() + phrase[1:] + "."})
+        else:
+            para.append(line)
+    flush()
+    return {"game": game.name, "title": title, "blocks": blocks}

@@ -161,7 +161,7 @@ def test_play_accepts_move_text(tmp_path):
     from kahve.envs.core.cards import card_str
     r = kahve("play", "pishti", "--settings", "players=2", "--seed", "2", "--bot", "random",
               stdin=f"{card_str(hand[0])}\nq\n")
-    assert f"you: {card_str(hand[0])}" in r.stdout
+    assert f"player 0 (you): {card_str(hand[0])}" in r.stdout     # the seat named one way (issue 58)
 
 
 def test_play_rejects_a_bot_for_another_game(pishti_bot):

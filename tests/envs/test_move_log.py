@@ -20,7 +20,7 @@ from kahve.envs.core.cards import card_str
 
 STANDARD_CARD = re.compile(r"(?<![A-Za-z0-9])[A2-9TJQK][CDHS](?![A-Za-z0-9])")
 ISH_CARD = re.compile(r"(?<![A-Za-z0-9])(?:1[0-2]|[0-9])[RNS](?![A-Za-z0-9])|(?<![A-Za-z])CR(?![A-Za-z])")
-MOVE_LINE = re.compile(r"^(you|player \d+): ")
+MOVE_LINE = re.compile(r"^(you|player \d+(?: \(you\))?): ")
 
 
 def card_tokens(game_name: str, text: str) -> set[str]:
@@ -276,3 +276,137 @@ def test_the_check_catches_a_leak(monkeypatch):
             state.apply(rng.choice(state.legal_actions()))
         with pytest.raises(AssertionError, match="could not see"):
             check_log(state, watch)
+
+
+# ----- labels: "(only choice)" only where the reader could tell -------------------------------------------------
+
+FORCED_LABEL = re.compile(r" \((only choice|last card)\)$")
+LABEL_CASES = [
+    ("pishti", dict(players=2), 4), ("pishti", dict(players=4, partnerships=True), 2),
+    ("pasur", dict(), 3),
+    ("pis_yedili", dict(players=2), 10), ("pis_yedili", dict(players=3), 6),
+    ("pis_yedili", dict(players=4, must_answer_seven=True, after_seven_penalty="lose_turn"), 4),
+    ("pishe_pasha", dict(), 3),
+    ("ish", dict(players=3, card_selection="agent", bankroll=4), 10),
+]
+
+
+def could_tell(before, mover: int, action: int, viewer: int, rng, worlds: int = 12) -> int | None:
+    """Whether ``viewer`` could tell that ``mover``'s ``action`` in ``before`` (a state with no auto-play, just
+    before it) was the only legal choice: in every world ``viewer`` cannot rule out (``determinize``) in which
+    the move, as ``viewer`` saw it, was legal, it was the only legal action. Returns the number of legal actions
+    of a world that says otherwise, or None. (Sampled worlds can only prove that the viewer could *not* tell,
+    which is the direction a leak needs.)"""
+    public = before.is_public_action(action)
+    for _ in range(worlds):
+        w = before.determinize(viewer, rng)
+        legal = w.legal_actions()
+        if public and action not in legal:
+            continue                      # a world the viewer rules out by seeing the move
+        if len(legal) > 1:
+            return len(legal)
+    return None
+
+
+def label_leaks(name: str, settings: dict, seed: int, worlds: int = 12) -> tuple[list[str], int]:
+    """Play a match of random moves with the log on, and check every label of every entry as every seat (and
+    the public view) reads it against the engine: a move may read as forced only to the mover, or to a reader
+    who could tell. Returns the leaks found and the number of (forced move, reader) pairs checked."""
+    game = envs.game_class(name)(**settings)
+    state = game.new_state(seed, move_log=True)
+    # the same match without auto-play: its states are the ones just before each move the engine made itself
+    twin = envs.game_class(name)(**{**settings, "skip_single_choice": False}).new_state(seed)
+    rng = random.Random(seed)
+    leaks, checked, done = [], 0, 0
+    n = game.num_players
+    while state.current_player is not None and len(state.move_log) < 1500:
+        state.apply(rng.choice(state.legal_actions()))
+        for i in range(done, len(state.move_log)):
+            m = state.move_log[i]
+            if m.action is None:
+                continue
+            assert twin.current_player == m.seat and m.action in twin.legal_actions()
+            assert m.forced == (len(twin.legal_actions()) == 1)
+            lines = {v: state.move_texts(v, i)[0] for v in [*range(n), None]}
+            for v, line in lines.items():
+                told = bool(FORCED_LABEL.search(line))
+                assert told == m.forced_for(v), (line, m)        # the text and the flag agree
+                if v == m.seat:
+                    assert told == m.forced, f"the mover is told whether its own move was forced: {line!r}"
+                elif told:
+                    readers = [v] if v is not None else [p for p in range(n) if p != m.seat]
+                    for r in readers:
+                        checked += 1
+                        other = could_tell(twin, m.seat, m.action, r, rng, worlds)
+                        if other is not None:
+                            leaks.append(f"{name} seed {seed}: {'the public view' if v is None else f'player {v}'} "
+                                         f"reads {line!r}, but player {r} cannot rule out a hand with {other} "
+                                         f"legal moves there")
+                if not m.forced:
+                    assert not told
+            twin.apply(m.action)
+        done = len(state.move_log)
+    return leaks, checked
+
+
+@pytest.mark.parametrize("name,settings,seeds", LABEL_CASES,
+                         ids=[f"{g}-{'-'.join(f'{k}={v}' for k, v in s.items()) or 'default'}" for g, s, _ in LABEL_CASES])
+def test_no_label_tells_a_seat_what_it_could_not_know(name, settings, seeds):
+    """Issue 58: "(only choice)" (and the web's ``forced`` flag, which is :meth:`Move.forced_for`) reaches a seat
+    only where that seat could tell the move was forced; a Pis Yedili draw may be chosen (PY-8), so an opponent's
+    forced draw reads as a plain draw."""
+    leaks, checked = [], 0
+    for seed in range(seeds):
+        found, k = label_leaks(name, settings, seed)
+        leaks += found
+        checked += k
+    assert not leaks, leaks[:5]
+    if name != "pis_yedili":
+        assert checked > 10, "forced moves were told to the other seats, and checked"
+
+
+def test_the_label_check_catches_todays_pis_yedili_labels(monkeypatch):
+    """The check is not vacuous: told to everyone, as every forced move was before issue 58, Pis Yedili's
+    forced draws, passes and round-1 clubs are caught (the opponent could have held a playable card)."""
+    from kahve.envs.pis_yedili.rules import PisYediliState
+    monkeypatch.setattr(PisYediliState, "forced_is_public", lambda self, action: True)
+    leaks = []
+    for seed in range(3):
+        leaks += label_leaks("pis_yedili", dict(players=2), seed)[0]
+    assert len(leaks) > 10
+    assert any("draw a card (only choice)" in x for x in leaks)
+
+
+def test_what_each_seat_reads_of_a_forced_pis_yedili_draw():
+    game = envs.game_class("pis_yedili")(players=2)
+    for seed in range(40):
+        state = game.new_state(seed, move_log=True)
+        rng = random.Random(seed)
+        while state.current_player is not None:
+            state.apply(rng.choice(state.legal_actions()))
+            hidden = [(i, m) for i, m in enumerate(state.move_log) if m.forced and m.action == 68
+                      and not m.forced_public]
+            if hidden:
+                i, m = hidden[0]
+                mine, theirs = state.move_texts(m.seat, i)[0], state.move_texts(1 - m.seat, i)[0]
+                assert mine.startswith(f"player {m.seat} (you): draw ") and mine.endswith(" (only choice)")
+                assert theirs == f"player {m.seat}: draw a card"
+                assert state.move_texts(None, i)[0] == f"player {m.seat}: draw a card"
+                return
+    raise AssertionError("no forced draw in 40 deals")
+
+
+def test_a_seat_is_named_one_way_in_every_line():
+    """"player 0 (you)" everywhere the reader is meant, never "you" in one line and "player 0" in the next."""
+    game = envs.game_class("pis_yedili")(players=3)
+    state = game.new_state(2, move_log=True)
+    rng = random.Random(2)
+    while state.current_player is not None:
+        state.apply(rng.choice(state.legal_actions()))
+    for seat in range(3):
+        for line in state.move_texts(seat):
+            assert not re.search(rf"\bplayer {seat}\b(?! \(you\))", line), line
+            assert not re.search(rf"\bplayer {seat} \(you\) \(you\)", line), line
+        assert any(line.startswith(f"player {seat} (you): ") for line in state.move_texts(seat))
+        assert any(f"player {seat} (you)" in line and not line.startswith(f"player {seat} (you): ")
+                   for line in state.move_texts(seat))

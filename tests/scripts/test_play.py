@@ -7,6 +7,7 @@ command matters."""
 from __future__ import annotations
 
 import io
+import random
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from kahve import envs
 from kahve.scripts import cli
 from kahve.scripts.play import rules_summary
 from tests.envs.test_move_log import MOVE_LINE, card_tokens, check_log, watching
+from tests.helpers import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 PISHTI_BOT = ROOT / "checkpoints" / "pishti" / "ppo_2p.onnx"
@@ -29,7 +31,7 @@ WARNING_TEXT = re.compile(r"Warning|warnings\.warn|Traceback|\.py:\d+")
 
 def kahve(*args, stdin=""):
     return subprocess.run([sys.executable, "-m", "kahve.scripts.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
+                          text=True, timeout=HANG_S, cwd=ROOT)
 
 
 def play_in_process(monkeypatch, capsys, args, stdin):
@@ -76,13 +78,15 @@ def test_a_full_match_announces_every_applied_action_and_no_hidden_card(game, se
     assert len(announced) == watch.applied, f"{len(announced)} moves announced, {watch.applied} applied"
     # what was printed is the seat's view of the log, in order (events indented), and nothing else names cards
     expected = [t if m.seat is not None else "  " + t for m, t in
-                zip(state.move_log, state.move_texts(seat, names={seat: "you"}))]
+                zip(state.move_log, state.move_texts(seat))]
     it = iter(lines)
     assert all(any(ln == e for ln in it) for e in expected), "the log is printed in order"
     assert sum(not m.forced for m in state.move_log if m.seat == seat and m.action is not None) \
         == sum(ln.startswith("your moves:") for ln in lines)
     assert sum(m.forced for m in state.move_log if m.action is not None) > 0 or game == "ish"
-    assert any("(only choice)" in ln for ln in announced) or game == "ish"
+    assert any(re.search(r"\((only choice|last card)\)$", ln) for ln in announced) or game == "ish"
+    # issue 58: the person is "player k (you)" in every line, never "player k" alone
+    assert not any(re.search(rf"\bplayer {seat}\b(?! \(you\))", ln) for ln in announced)
     for ln in lines:
         assert not WARNING_TEXT.search(ln), ln
     assert len(texts) == len(state.move_log)
@@ -101,7 +105,7 @@ def test_pishti_forced_last_cards_are_announced_and_opening_card_shown_first(mon
     plays = [ln for ln in lines if MOVE_LINE.match(ln)]
     deals = sum(1 for ln in lines if re.match(r"  deal \d+ over$", ln))
     assert len(plays) == 48 * deals                        # 48 plays a deal, the forced last cards included
-    assert sum("(only choice)" in ln for ln in plays) == 12 * deals   # both players' last card of 6 hands
+    assert sum(ln.endswith(" (last card)") for ln in plays) == 12 * deals   # both players' last card of 6 hands
     first_move = next(i for i, ln in enumerate(lines) if MOVE_LINE.match(ln))
     assert any("turned up on the pile" in ln for ln in lines[:first_move])
     assert any(ln.startswith("  hand 1 of 6") and "your cards:" in ln for ln in lines[:first_move])
@@ -198,8 +202,8 @@ def test_replay_announces_forced_moves_from_the_log(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out.splitlines()
     shown = [re.match(r"^(?:move \d+: |  )player \d+ \([^)]*\): (.*)$", ln) for ln in out]
     texts = [m.group(1) for m in shown if m]
-    assert len(texts) == len(played) and [t.replace(" (only choice)", "") for t in texts] \
-        == [t.replace(" (only choice)", "") for t in played]
+    # the same lines, and the same "(only choice)" labels: what seat 0 was told (the terminal also marks it "(you)")
+    assert len(texts) == len(played) and texts == [t.replace(" (you)", "") for t in played]
     assert len(texts) > moves                                   # forced moves too, which the record omits
     assert any(ln.startswith("  deal 1: player 0 deals") for ln in out)
 
@@ -212,3 +216,27 @@ def test_demo_prints_every_move_and_the_deal_ends():
     assert sum(bool(MOVE_LINE.match(ln)) for ln in lines) == total
     assert any(ln.startswith("deal 1 over") for ln in lines) and lines[-2].startswith("match over after")
     assert not any(card_tokens("pis_yedili", ln) for ln in lines if "draw a card" in ln)
+
+
+def test_a_bare_jack_asks_which_suit():
+    """Issue 58: "JC" alone, where a jack is playable, was "not understood ... JC names clubs"; it names the moves
+    it could be."""
+    from kahve.envs.core.cards import card_str
+    from kahve.scripts.play import _ambiguous
+    game = envs.game_class("pis_yedili")(players=2)
+    rng = random.Random(0)
+    for seed in range(50):
+        st = game.new_state(seed)
+        while st.current_player is not None:
+            legal = st.legal_actions()
+            jacks = [a for a in legal if 52 <= a < 68]
+            if jacks:
+                texts = [st.describe_action(a) for a in legal]
+                jack = card_str(13 * ((jacks[0] - 52) >> 2) + 10)
+                which = _ambiguous(st, jack, texts)
+                assert [texts[i] for i in which] == [t for t in texts if t.startswith(jack + " names ")]
+                assert len(which) == 4 and _ambiguous(st, jack.lower(), texts) == which
+                assert _ambiguous(st, "draw", texts) == [] and _ambiguous(st, "", texts) == []
+                return
+            st.apply(rng.choice(legal))
+    raise AssertionError("no jack to play in 50 deals")

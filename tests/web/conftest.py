@@ -8,6 +8,8 @@ pytest.importorskip("starlette", reason="the web table needs the web extra: pip 
 pytest.importorskip("uvicorn", reason="the web table needs the web extra: pip install 'kahve[web]'")
 pytest.importorskip("httpx", reason="the web-table tests talk HTTP with httpx")
 
+from tests.helpers import HANG_S  # noqa: E402
+
 from .helpers import LiveServer  # noqa: E402
 
 
@@ -20,6 +22,6 @@ def server():
 @pytest.fixture
 def client(server):
     import httpx
-    with httpx.Client(base_url=server.url, timeout=30) as c:
+    with httpx.Client(base_url=server.url, timeout=HANG_S) as c:
         c.get("/")                      # the page sets the browser session's cookie
         yield c

@@ -9,6 +9,8 @@ import tempfile
 import threading
 import time
 
+from tests.helpers import HANG_S
+
 CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)), None)
 CHROMEDRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver")
                                                 else None)
@@ -44,7 +46,7 @@ class LiveServer:
 
     def __enter__(self) -> "LiveServer":
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_S
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the test server did not start")
@@ -53,7 +55,7 @@ class LiveServer:
 
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=10)          # not a limit: a daemon thread; the test has its result
 
 
 def chromium_driver(width: int = 1400, height: int = 1000):

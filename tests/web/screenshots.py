@@ -2,7 +2,9 @@
 
 Starts the server, plays each game in headless Chromium to an interesting moment of a deal (a Pâsur capture
 to choose, a Pis Yedili jack's suit to name, a Pishe Pasha card to place or keep, an Ish call), and writes
-``web_<game>.png`` (default: docs/images/). Needs the web extra, selenium, chromium and chromium-driver.
+``web_<game>.png`` (default: docs/images/); then the "how to play" panel at a Pâsur table (``web_rules.png``) and
+the page while a searching opponent thinks (``web_thinking.png``). Needs the web extra, selenium, chromium and
+chromium-driver.
 """
 
 from __future__ import annotations
@@ -19,24 +21,30 @@ from .test_browser import set_field, wait_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: game, form settings, seed, the move kind to stop at (or a click count), then what to do there
+#: game, form settings, seed, the move kind to stop at (or a click count), then what to do there, the opponent and
+#: the file's name (default web_<game>.png)
 SHOTS = [
-    ("pishti", {"players": "4"}, 5, 9, None),
-    ("pasur", {}, 2, "capture", None),
-    ("pis_yedili", {"players": "3"}, 2, "jack", "open-picker"),
-    ("pishe_pasha", {}, 1, "place", None),
-    ("ish", {"players": "4"}, 3, "call", None),
+    ("pishti", {"players": "4"}, 5, 9, None, "heuristic", None),
+    ("pasur", {}, 2, "capture", None, "heuristic", None),
+    ("pis_yedili", {"players": "3"}, 2, "jack", "open-picker", "heuristic", None),
+    ("pishe_pasha", {}, 1, "place", None, "heuristic", None),
+    ("ish", {"players": "4"}, 3, "call", None, "heuristic", None),
+    ("pasur", {}, 4, 3, "rules", "heuristic", "web_rules.png"),
+    ("pis_yedili", {"players": "4"}, 6, 2, "thinking", "ismcts:400", "web_thinking.png"),
 ]
 
 
-def shoot(driver, url, game, settings, seed, stop, action, out: Path) -> None:
+def shoot(driver, url, game, settings, seed, stop, action, opponent, name, out: Path) -> None:
     driver.get(f"{url}/static/cards.js")
     driver.execute_script("sessionStorage.clear(); localStorage.clear()")
-    driver.get(f"{url}/?fast=1&seed={seed}&game={game}")
+    driver.delete_all_cookies()                          # a new browser session: no list of earlier tables
+    # not ?fast=1 for the thinking shot: the page then waits a moment before it says so, as for a person
+    driver.get(f"{url}/?{'' if action == 'thinking' else 'fast=1&'}seed={seed}&game={game}")
     wait_state(driver, ("setup",))
     for k, v in settings.items():
         set_field(driver, k, v)
     time.sleep(0.6)
+    driver.execute_script("document.getElementById('opponent-select').value = arguments[0]", opponent)
     driver.find_element(By.ID, "start").click()
     rng = random.Random(seed)
     clicks = 0
@@ -55,9 +63,20 @@ def shoot(driver, url, game, settings, seed, stop, action, out: Path) -> None:
         assert clicks < 300, f"{game}: no {stop!r} moment"
     if action == "open-picker":
         driver.find_element(By.CSS_SELECTOR, '.move[data-kind="jack"]').click()
-    driver.execute_script("document.getElementById('log').scrollTop = 1e6; window.scrollTo(0, 0)")
+    if action == "rules":
+        driver.find_element(By.ID, "rules-btn").click()
+    if action == "thinking":                             # a move, then the page while the bots search
+        moves = [m for m in driver.find_elements(By.CSS_SELECTOR, ".move") if m.is_displayed()]
+        safe = [m for m in moves if m.get_attribute("data-kind") not in ("jack",)] or moves
+        rng.choice(safe).click()
+        while not driver.execute_script("return !document.getElementById('thinking').hidden && "
+                                        "parseFloat(document.getElementById('thinking-time').textContent) >= 1.2"):
+            assert driver.execute_script("return document.body.dataset.state") == "busy", "the bots answered at once"
+            time.sleep(0.05)
+    else:
+        driver.execute_script("document.getElementById('log').scrollTop = 1e6; window.scrollTo(0, 0)")
     time.sleep(0.3)
-    path = out / f"web_{game}.png"
+    path = out / (name or f"web_{game}.png")
     driver.save_screenshot(str(path))
     try:                                   # 128 colours: a quarter of the size, no visible change
         from PIL import Image

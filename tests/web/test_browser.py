@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 
 import pytest
 
 from kahve.scripts.web.tables import make_game
+
+from tests.helpers import HANG_S
 
 from .helpers import CHROMEDRIVER, CHROMIUM, chromium_driver, close_driver
 
@@ -41,12 +44,12 @@ PREFER = ("suit", "capture", "jack", "place", "keep", "give", "slot", "call", "s
 @pytest.fixture(scope="module")
 def browser():
     driver = chromium_driver()
-    driver.set_page_load_timeout(30)
+    driver.set_page_load_timeout(HANG_S)
     yield driver
     close_driver(driver)
 
 
-def wait_state(driver, states, timeout=30.0):
+def wait_state(driver, states, timeout=HANG_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = driver.execute_script("return document.body.dataset.state")
@@ -75,7 +78,7 @@ def start_table(driver, server, game, settings, seed, opponent="heuristic"):
         set_field(driver, k, v)
     # the form is checked with the server as it changes; wait for the opponent list of this table
     players = make_game(game, {k: json.loads(v) if v.isdigit() else v for k, v in settings.items()}).num_players
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline:
         ok = driver.execute_script(
             "const s = document.getElementById('opponent-select');"
@@ -139,6 +142,9 @@ def test_a_full_deal_by_clicking(server, browser, game, settings, seed, special)
         state = wait_state(browser, ("ready", "deal-end", "over"))
     assert state == "deal-end", f"the page ended in state {state!r} without showing the deal's scoring"
     assert special <= used, f"{game}: the controls {special - used} were not used"
+    # issue 58: behind the scoring, the table is still the deal that ended, not the next one
+    head = browser.find_element(By.CSS_SELECTOR, "#scoreboard .score-head").text
+    assert re.search(r"(deal|round) 1\b", head), head
 
     report, st = engine_report(server, table_id)
     n = st.num_players
@@ -222,3 +228,165 @@ def test_a_reload_resumes_the_table(server, browser):
     assert wait_state(browser, ("ready",)) == "ready"
     assert [c.get_attribute("data-card") for c in browser.find_elements(By.CSS_SELECTOR, "#hand .card")] == hand
     assert len(browser.find_elements(By.CSS_SELECTOR, "#log li")) == log
+
+
+# ----- issue 58: playing as a person would -------------------------------------------------------------------------
+#: words of developers that the page must never show a player
+DEV_WORDS = re.compile(r"target_score|game_end_penalty|skip_single_choice|episode|\b(PY|PA|PI|PP|IS|C)-\d+\b|"
+                       r"ismcts|heuristic|\bppo\b|\bdqn\b")
+
+
+def fresh_page(browser, server, query: str) -> None:
+    """The setup page in a new browser session (no table to go back to)."""
+    browser.get(f"{server.url}/static/cards.js")
+    browser.execute_script("sessionStorage.clear()")
+    browser.delete_all_cookies()
+    browser.get(f"{server.url}/?{query}")
+
+
+def test_the_guide_is_there_at_any_moment_in_player_words(server, browser):
+    fresh_page(browser, server, "fast=1&game=pis_yedili")
+    wait_state(browser, ("setup",))
+    set_field(browser, "ten_rule", "reverse")
+    time.sleep(0.5)
+    browser.find_element(By.ID, "rules-btn").click()
+    rules = browser.find_element(By.ID, "rules")
+    assert rules.is_displayed()
+    body = browser.find_element(By.ID, "rules-body").text
+    assert "Scoring" in body and "House settings in force" in body and "reverses the direction of play" in body
+    assert "Pis Yedili" in browser.find_element(By.ID, "rules-title").text
+    page = browser.execute_script("return document.body.innerText")
+    assert not DEV_WORDS.search(page), DEV_WORDS.search(page).group(0)
+    assert not browser.find_elements(By.CSS_SELECTOR, "#setup code")
+    browser.find_element(By.ID, "rules-close").click()
+    assert not rules.is_displayed()
+    # at the table, in the middle of a deal: the table's own settings
+    state = start_table(browser, server, "pasur", {"target_score": "101"}, 4)
+    assert state == "ready"
+    browser.find_element(By.ID, "rules-btn").click()
+    body = browser.find_element(By.ID, "rules-body").text
+    assert "101 points" in body and "Turn" in body
+    page = browser.execute_script("return document.body.innerText")
+    assert not DEV_WORDS.search(page), DEV_WORDS.search(page).group(0)
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")        # Escape closes it
+    assert not browser.find_element(By.ID, "rules").is_displayed()
+    # Pâsur: what each card would take is written under it (no hover on a touch screen)
+    captions = browser.execute_script(
+        "return [...document.querySelectorAll('#hand .hand-slot')].map(s => [s.querySelector('.card').title,"
+        " s.querySelector('.move-caption').textContent])")
+    table = server.manager.tables[browser.execute_script("return sessionStorage.getItem('kahve.table')")]
+    texts = {m["text"] for m in table.view()["moves"]}
+    assert captions and len(captions) == len(texts)
+    for title, caption in captions:
+        assert title in texts
+        assert caption.replace("♣", "C").replace("♦", "D").replace("♥", "H").replace("♠", "S").replace("10", "T") \
+            in title or caption == "takes: you choose" and title.startswith("play ")
+
+
+def test_a_running_match_is_never_lost_by_one_click(server, browser):
+    state = start_table(browser, server, "pishti", {"players": "2"}, 5)
+    assert state == "ready"
+    tid = browser.execute_script("return sessionStorage.getItem('kahve.table')")
+    assert f"table={tid}" in browser.current_url                  # the address leads back to the table
+    step = server.manager.tables[tid].view()["step"]
+    # "New match" asks first; "Keep playing" keeps it
+    browser.find_element(By.ID, "new-match").click()
+    assert browser.find_element(By.ID, "confirm").is_displayed()
+    assert "will be lost" in browser.find_element(By.ID, "confirm-text").text
+    browser.find_element(By.ID, "confirm-no").click()
+    assert not browser.find_element(By.ID, "confirm").is_displayed()
+    assert server.manager.tables[tid].view()["step"] == step and wait_state(browser, ("ready",)) == "ready"
+    # another game: the match stays, listed on the setup page, and comes back with one click
+    browser.find_element(By.ID, "to-setup").click()
+    wait_state(browser, ("setup",))
+    deadline = time.monotonic() + HANG_S
+    while not browser.find_elements(By.CSS_SELECTOR, f'#table-list li[data-table="{tid}"] button.resume'):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    browser.find_element(By.CSS_SELECTOR, f'#table-list li[data-table="{tid}"] button.resume').click()
+    assert wait_state(browser, ("ready",)) == "ready"
+    assert browser.execute_script("return sessionStorage.getItem('kahve.table')") == tid
+    # a new tab (nothing in its session storage) with the table's address finds it too
+    url = browser.current_url
+    browser.get(f"{server.url}/static/cards.js")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(url)
+    assert wait_state(browser, ("ready",)) == "ready"
+    assert browser.execute_script("return sessionStorage.getItem('kahve.table')") == tid
+    # and a confirmed "New match" does start a new one
+    browser.find_element(By.ID, "new-match").click()
+    browser.find_element(By.ID, "confirm-yes").click()
+    wait_state(browser, ("ready", "deal-end", "over"))
+    assert server.manager.tables[tid].view()["step"] < step + 2 and len(server.manager.tables[tid].actions) <= 1
+
+
+def test_the_page_says_when_the_bots_are_thinking(server, browser):
+    fresh_page(browser, server, "fast=1&seed=3&game=pis_yedili")
+    wait_state(browser, ("setup",))
+    set_field(browser, "players", "3")
+    deadline = time.monotonic() + HANG_S
+    while browser.execute_script("return document.getElementById('seat-select').options.length") != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    browser.execute_script("document.getElementById('opponent-select').value = 'ismcts:400'")
+    # one click opens one table: the button is disabled at once, and says it is working
+    started = browser.execute_script("const b = document.getElementById('start'); b.click();"
+                                     "return [b.disabled, b.textContent]")
+    assert started[0] and "Opening the table" in started[1]
+    state = wait_state(browser, ("ready", "deal-end", "over"))
+    assert not browser.find_element(By.ID, "start").get_attribute("disabled") or state != "setup"
+    rng = random.Random(3)
+    seen = set()
+    for _ in range(6):
+        if state != "ready":
+            break
+        click_a_move(browser, rng)
+        while True:                                   # until the answer: the thinking line counts the time
+            info = browser.execute_script(
+                "return [document.body.dataset.state, document.body.dataset.thinking || '',"
+                " document.getElementById('thinking').hidden, document.getElementById('thinking-time').textContent,"
+                " document.getElementById('thinking-text').textContent]")
+            if info[1]:
+                assert not info[2] and re.fullmatch(r"\d+\.\d s", info[3]) and "thinking" in info[4]
+                seen.add(info[3])
+            if info[0] != "busy":
+                break
+            time.sleep(0.05)
+        state = wait_state(browser, ("ready", "deal-end", "over"))
+    assert len(seen) >= 2, "the thinking line was shown, with the time running"
+    assert browser.find_element(By.ID, "thinking").get_attribute("hidden") is not None
+
+
+def test_pishti_for_two_has_no_partnerships_and_a_small_screen_keeps_the_scores_beside(server, browser):
+    fresh_page(browser, server, "fast=1&game=pishti")
+    wait_state(browser, ("setup",))
+    set_field(browser, "players", "2")
+    deadline = time.monotonic() + HANG_S
+    while not browser.execute_script("return document.getElementById('set-partnerships').disabled"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert not browser.find_element(By.ID, "set-partnerships").is_selected()
+    browser.set_window_size(1024, 700)
+    try:
+        state = start_table(browser, server, "pasur", {}, 2)
+        assert state == "ready"
+        felt = browser.find_element(By.ID, "felt").rect
+        side = browser.find_element(By.ID, "side").rect
+        assert side["x"] >= felt["x"] + felt["width"] - 1, "the score panel is beside the table at 1024 pixels"
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_ish_slots_never_overlap(server, browser):
+    state = start_table(browser, server, "ish", {"players": "4", "card_selection": "agent"}, 3)
+    rng = random.Random(3)
+    while state == "ready" and not browser.find_elements(By.CSS_SELECTOR, '#slots .move[data-kind="slot"]'):
+        click_a_move(browser, rng)
+        state = wait_state(browser, ("ready", "deal-end", "over"))
+    rects = browser.execute_script("return [...document.querySelectorAll('#slots .slot')].map(e => {"
+                                   "const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]})")
+    assert len(rects) == 40
+    for i, a in enumerate(rects):
+        for b in rects[i + 1:]:
+            assert a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5, (a, b)
+    assert "take a face-down card" in browser.find_element(By.ID, "ish-center").text.lower()

@@ -15,7 +15,9 @@ import re
 
 import pytest
 
+from kahve.envs.core.engine import mark_you
 from kahve.scripts.web.tables import make_game
+from tests.envs.test_move_log import FORCED_LABEL
 
 from .plays import create, move, play_deal
 
@@ -134,9 +136,12 @@ def test_no_hidden_card_reaches_the_page(server, client, game, settings, seat):
             # the log lines are the engine's, as this seat reads them, and carry no action ids
             for e in part["entries"]:
                 expect = replay.texts[k][e["i"]]
-                got = e["text"] if e["seat"] is None else f"player {e['seat']}: {e['text']}"
+                who = mark_you(f"player {e['seat']}", seat)          # "player 0 (you)" for the seat itself
+                got = e["text"] if e["seat"] is None else f"{who}: {e['text']}"
                 assert got == expect
                 assert "action" not in e
+                # "forced" only where this seat could tell (issue 58), as the engine's text says
+                assert e["forced"] == (e["seat"] is None or bool(FORCED_LABEL.search(expect)))
             # the structured view agrees with the engine
             assert view["seat"] == seat and view["to_move"] == d["current_player"]
             if game in ("pishti", "pasur", "pis_yedili"):

@@ -141,6 +141,42 @@ def test_oversized_body(client, table):
     assert snapshot(client, tid) == before
 
 
+def test_malformed_bodies_of_any_shape(server, client, table):
+    """Issue 58: a deeply nested body was a 500 (RecursionError), a body shorter than its Content-Length was never
+    answered. Every shape is a 4xx now, and the table is unchanged."""
+    import socket
+    tid = table["table"]
+    before = snapshot(client, tid)
+    url = f"/api/tables/{tid}/move"
+    json_type = {"Content-Type": "application/json"}
+    nested = b"[" * 8000 + b"]" * 8000                       # under the size limit, deeper than Python parses
+    refused(client.post(url, content=nested, headers=json_type), 400, "nested too deeply")
+    refused(client.post(url, content=b'{"a":' * 2500 + b"1" + b"}" * 2500, headers=json_type), 400, "nested too deeply")
+    refused(client.post(url, content=b'{"action": ' + b"9" * 5000 + b"}", headers=json_type), 400, "not usable JSON")
+    refused(client.post(url, content=b'{"action": [[[[1]]]]}', headers=json_type), 400, "integers")
+    refused(client.post("/api/tables", content=b'{"game": {"x": [[[]]]}}', headers=json_type), 400, "unknown game")
+    refused(client.post("/api/check", content=nested, headers=json_type), 400, "nested too deeply")
+    # a body shorter than its Content-Length: answered when the rest does not come, the connection left open
+    host, port = server.url.split("//")[1].split(":")
+    for declared, sent in ((100, b'{"action": 1'), (50, b""), (MAX_BODY, b"{")):
+        with socket.create_connection((host, int(port))) as sock:
+            sock.settimeout(60)                           # a guard against a hang, not a speed bar
+            cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+            sock.sendall(f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         f"Cookie: {cookie}\r\nContent-Length: {declared}\r\n\r\n".encode() + sent)
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+            answer = answer.decode("latin-1")
+        assert answer.startswith("HTTP/1.1 400"), answer[:200]
+        assert "did not arrive in full" in answer
+    assert snapshot(client, tid) == before
+    assert client.get("/api/games").status_code == 200          # and the server goes on
+
+
 def test_wrong_seat(client):
     answer = create(client, "pishti", {"players": 4}, seat=2, seed=4)
     tid = answer["table"]
@@ -193,7 +229,7 @@ def test_bad_tables(client):
         ({"game": "pishti", "settings": [1]}, 400, "settings"),
         ({"game": "pishti", "settings": {"players": 3}}, 400, "players"),
         ({"game": "pishti", "settings": {"colour": "red"}}, 400, "unknown setting"),
-        ({"game": "pishti", "settings": {"target_score": "many"}}, 400, "target_score"),
+        ({"game": "pishti", "settings": {"target_score": "many"}}, 400, "“points to win”: 'many'"),
         ({"game": "pishti", "settings": {"episode": "deal"}}, 400, "fixed"),
         ({"game": "pishti", "seat": 9}, 400, "seat"),
         ({"game": "pishti", "seat": "0"}, 400, "seat"),
@@ -210,11 +246,11 @@ def test_check_explains_settings_and_opponents(client):
     r = client.post("/api/check", json={"game": "pishti", "settings": {"players": 4}}).json()
     assert r["valid"] and r["players"] == 4
     bot = next(o for o in r["opponents"] if o["spec"] == "pishti/ppo_2p")
-    assert not bot["fits"] and "players=2" in bot["reason"]
+    assert not bot["fits"] and "trained for 2 players" in bot["reason"]
     r = client.post("/api/check", json={"game": "pishti", "settings": {"players": 2}}).json()
     assert next(o for o in r["opponents"] if o["spec"] == "pishti/ppo_2p")["fits"]
     r = client.post("/api/check", json={"game": "pasur", "settings": {"target_score": 5}}).json()
-    assert not r["valid"] and "target_score" in r["error"]
+    assert not r["valid"] and "“points to win”" in r["error"] and "target_score" not in r["error"]   # player words
 
 
 # ----- the server itself --------------------------------------------------------------------------------------
@@ -281,12 +317,22 @@ def test_a_busy_table_refuses_a_second_request(server, client, table):
 
 
 def test_limits_on_tables():
-    """A session keeps its latest tables (the oldest makes room, and says it expired); a full server says so."""
+    """A session's running matches are never dropped to make room (issue 58: the 9th table used to drop the
+    oldest, which then said it had expired): a finished one makes room, else the session is asked to close one.
+    A full server says so."""
     with LiveServer(per_session=2, max_tables=3) as srv, httpx.Client(base_url=srv.url) as c:
         c.get("/")
-        first, second, third = (create(c, "ish", {"players": 2})["table"] for _ in range(3))
-        refused(c.get(f"/api/tables/{first}"), 410, "expired")
-        assert c.get(f"/api/tables/{second}").status_code == 200 and c.get(f"/api/tables/{third}").status_code == 200
+        first, second = (create(c, "ish", {"players": 2})["table"] for _ in range(2))
+        refused(c.post("/api/tables", json={"game": "ish", "settings": {"players": 2}}), 409, "close one")
+        assert c.get(f"/api/tables/{first}").status_code == 200 and c.get(f"/api/tables/{second}").status_code == 200
+        assert c.delete(f"/api/tables/{first}").status_code == 200
+        refused(c.get(f"/api/tables/{first}"), 404, "no such table")
+        third = create(c, "ish", {"players": 2})["table"]
+        assert {t["table"] for t in c.get("/api/tables").json()["tables"]} == {second, third}
+        # a finished match makes room for a new one
+        srv.manager.tables[second].state.current_player = None
+        fourth = create(c, "ish", {"players": 2})["table"]
+        assert {t["table"] for t in c.get("/api/tables").json()["tables"]} == {third, fourth}
         with httpx.Client(base_url=srv.url) as other:
             other.get("/")
             create(other, "ish", {"players": 2})
@@ -299,3 +345,37 @@ def test_the_page_loads_only_its_own_files(client):
     csp = r.headers["content-security-policy"]
     assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert client.get("/static/app.js").status_code == 200
+
+
+# ----- going back to a table, the guide ------------------------------------------------------------------------
+def test_a_session_lists_its_tables_and_closes_them(server, client):
+    a = create(client, "pasur", {}, seed=1)["table"]
+    b = create(client, "pis_yedili", {"players": 3}, seed=2)["table"]
+    listed = client.get("/api/tables").json()["tables"]
+    mine = {t["table"]: t for t in listed}
+    assert {a, b} <= set(mine)
+    assert mine[b]["title"] == "Pis Yedili" and mine[b]["players"] == 3 and not mine[b]["over"]
+    assert "deal 1" in mine[b]["where"] and [t["table"] for t in listed].index(b) < [t["table"] for t in listed].index(a)
+    with httpx.Client(base_url=server.url) as other:              # another browser sees none of them
+        other.get("/")
+        assert other.get("/api/tables").json() == {"tables": []}
+        refused(other.delete(f"/api/tables/{a}"), 404, "no such table")
+    assert client.delete(f"/api/tables/{a}").status_code == 200
+    assert a not in {t["table"] for t in client.get("/api/tables").json()["tables"]}
+
+
+@pytest.mark.parametrize("game", ["pasur", "pishti", "pis_yedili", "pishe_pasha", "ish"])
+def test_the_guide_in_player_words_with_the_house_settings(client, game):
+    settings = {"pasur": {"target_score": 101}, "pishti": {"players": 4}, "pis_yedili": {"ten_rule": "reverse"},
+                "pishe_pasha": {"match_target": 100}, "ish": {"players": 5}}[game]
+    g = client.post("/api/guide", json={"game": game, "settings": settings}).json()
+    text = " ".join(b["text"] for b in g["blocks"])
+    heads = [b["text"] for b in g["blocks"] if b["kind"] == "h2"]
+    assert "how to play" in g["title"].lower() and "House settings in force" in heads
+    assert {"Turn", "Scoring"} <= set(heads) or game == "ish"
+    house = {"pasur": "101 points", "pishti": "4 players", "pis_yedili": "reverses the direction",
+             "pishe_pasha": "100", "ish": "5 players"}[game]
+    assert house in text
+    assert "`" not in text and not any(k in text for k in ("target_score", "skip_single_choice", "PY-", "PA-", "C-4"))
+    table = create(client, game, settings, seed=3)
+    assert client.get(f"/api/tables/{table['table']}/guide").json() == g     # the table's own settings

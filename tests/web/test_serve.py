@@ -77,4 +77,4 @@ def test_difficulty_levels_are_offered_where_a_shipped_bot_fits(monkeypatch):
 
 def test_a_bot_for_other_settings_is_offered_greyed_out():
     choices = {c["spec"]: c for c in tables.opponent_choices("pis_yedili", envs.game_class("pis_yedili")(players=4))}
-    assert not choices["pis_yedili/distilled_2p"]["fits"] and "players=2" in choices["pis_yedili/distilled_2p"]["reason"]
+    assert not choices["pis_yedili/distilled_2p"]["fits"] and "trained for 2 players" in choices["pis_yedili/distilled_2p"]["reason"]

@@ -8,7 +8,7 @@ const SEED = /^\d+$/.test(QUERY.get("seed") || "") ? Number(QUERY.get("seed")) :
 const PACE = {slow: 1100, normal: 650, quick: 250};
 
 const S = {games: {}, order: [], game: null, check: null, tableId: null, view: null, busy: false, picker: null,
-           said: {}};
+           said: {}, thinking: null};
 
 const $ = id => document.getElementById(id);
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -62,7 +62,7 @@ const TABLE_SETTINGS = ["players", "partnerships"];
 function fieldFor(f) {
   const wrap = el("div", "field");
   const id = "set-" + f.name;
-  const lab = el("label", null, pretty(f.name));
+  const lab = el("label", null, f.label || pretty(f.name));
   lab.htmlFor = id;
   let input;
   if (f.kind === "flag") {
@@ -73,7 +73,7 @@ function fieldFor(f) {
   } else if (f.kind === "choice") {
     input = el("select");
     for (const o of f.options) {
-      const opt = el("option", null, pretty(String(o)));
+      const opt = el("option", null, (f.option_labels || {})[String(o)] || pretty(String(o)));
       opt.value = JSON.stringify(o);
       if (o === f.default) opt.selected = true;
       input.appendChild(opt);
@@ -94,8 +94,7 @@ function fieldFor(f) {
   input.dataset.kind = f.kind;
   input.addEventListener("change", scheduleCheck);
   if (f.kind !== "flag") input.addEventListener("input", scheduleCheck);
-  const hint = el("div", "hint", (f.doc ? f.doc + " — " : "") + f.allowed);
-  wrap.title = hint.textContent;
+  wrap.title = f.help || "";             // player words (the setting's rule ids are for developers)
   if (f.kind === "flag") { wrap.append(input, lab); } else { wrap.append(lab, input); }
   return wrap;
 }
@@ -105,13 +104,12 @@ function selectGame(name) {
   localStorage.setItem("kahve.game", name);
   for (const b of document.querySelectorAll(".game-choice")) b.classList.toggle("selected", b.dataset.game === name);
   const g = S.games[name];
-  $("game-summary").innerHTML = Cards.inline(g.summary).replace(/`([^`]+)`/g, "<code>$1</code>")
-    .replace(/\*([^*]+)\*/g, "<em>$1</em>");
+  $("game-summary").innerHTML = Cards.inline(g.summary_words || g.summary);
   const table = $("table-settings"), house = $("house-settings");
   table.innerHTML = ""; house.innerHTML = "";
   for (const f of g.settings) (TABLE_SETTINGS.includes(f.name) ? table : house).appendChild(fieldFor(f));
   fillOpponents(g.opponents);
-  check();
+  check().then(() => { if (!$("rules").hidden && !S.tableId) loadRules(); });
 }
 
 function collectSettings() {
@@ -167,7 +165,13 @@ async function check() {
   if (game !== S.game) return;
   S.check = res;
   $("setup-error").textContent = res.valid ? "" : res.error;
-  $("start").disabled = !res.valid;
+  $("start").disabled = !res.valid || S.busy;
+  const partners = $("set-partnerships");
+  if (partners) {                         // partnerships mean nothing at a table of 2 (Pişti)
+    const two = res.valid && res.players === 2;
+    if (two) partners.checked = false;
+    partners.disabled = two;
+  }
   fillOpponents(res.opponents);
   const seatSel = $("seat-select");
   const keep = seatSel.value;
@@ -190,6 +194,12 @@ async function start() {
   localStorage.setItem("kahve.opponent", body.opponent);
   S.busy = true;
   setState("busy");
+  const btn = $("start");
+  btn.disabled = true;                    // one click opens one table (a trained bot may take seconds to load)
+  const t0 = performance.now();
+  const label = btn.textContent;
+  const tick = setInterval(() => { btn.textContent = `Opening the table… ${((performance.now() - t0) / 1000).toFixed(1)} s`; }, 100);
+  btn.textContent = "Opening the table…";
   try {
     const answer = await api("POST", "/api/tables", body);
     S.busy = false;
@@ -198,24 +208,96 @@ async function start() {
     S.busy = false;
     setState("setup");
     $("setup-error").textContent = e.message;
+    listTables();
+  } finally {
+    clearInterval(tick);
+    btn.textContent = label;
+    btn.disabled = !(S.check && S.check.valid);
   }
 }
 
 function showSetup() {
+  // the table stays on the server (and in the list below): choosing another game abandons nothing
   $("setup").hidden = false;
   $("table").hidden = true;
   $("to-setup").hidden = true;
   $("deal-end").hidden = true;
   $("match-end").hidden = true;
   sessionStorage.removeItem("kahve.table");
+  setTableInUrl(null);
   S.tableId = null;
+  S.view = null;
   setState("setup");
+  listTables();
+}
+
+function setTableInUrl(id) {
+  const q = new URLSearchParams(location.search);
+  if (id) q.set("table", id); else q.delete("table");
+  const qs = q.toString();
+  history.replaceState(null, "", location.pathname + (qs ? "?" + qs : ""));
+}
+
+/* the session's tables that the server still holds, to go back to one (after a reload, or another game) */
+async function listTables() {
+  let data;
+  try { data = await api("GET", "/api/tables"); } catch (e) { return; }
+  const list = $("table-list");
+  list.innerHTML = "";
+  for (const t of data.tables) {
+    const li = el("li", "my-table" + (t.over ? " over" : ""));
+    li.dataset.table = t.table;
+    li.appendChild(el("span", "what", `${t.title}, ${t.players} players, against ${t.opponent}: ${t.where}`));
+    const back = el("button", "resume", t.over ? "Look" : "Back to the table");
+    back.type = "button";
+    back.addEventListener("click", () => resume(t.table));
+    const close = el("button", "close ghost-dark", "Close");
+    close.type = "button";
+    close.title = "end this match and free its place";
+    close.addEventListener("click", async () => {
+      if (!t.over && !(await confirmDialog(`Close your ${t.title} match? It cannot be continued afterwards.`,
+                                           "Close the match"))) return;
+      try { await api("DELETE", `/api/tables/${t.table}`); } catch (e) { /* gone already */ }
+      listTables();
+    });
+    li.append(back, close);
+    list.appendChild(li);
+  }
+  $("my-tables").hidden = !data.tables.length;
+}
+
+async function resume(id) {
+  try {
+    const a = await api("GET", `/api/tables/${id}`);
+    openTable(a, a.log);
+  } catch (e) {
+    $("setup-error").textContent = e.message;
+    listTables();
+  }
+}
+
+/* a yes/no question on the page (no browser dialog): resolves true for yes */
+function confirmDialog(text, yes) {
+  $("confirm-text").textContent = text;
+  $("confirm-yes").textContent = yes;
+  $("confirm").hidden = false;
+  $("confirm-no").focus();
+  return new Promise(resolve => {
+    const done = answer => () => {
+      $("confirm").hidden = true;
+      $("confirm-yes").onclick = $("confirm-no").onclick = null;
+      resolve(answer);
+    };
+    $("confirm-yes").onclick = done(true);
+    $("confirm-no").onclick = done(false);
+  });
 }
 
 /* ------------------------------------------------------------------ the table ------------------------------ */
 function openTable(answer, log) {
   S.tableId = answer.table;
   sessionStorage.setItem("kahve.table", answer.table);
+  setTableInUrl(answer.table);            // a reload, a bookmark or the browser's history find the table again
   $("setup").hidden = true;
   $("table").hidden = false;
   $("to-setup").hidden = false;
@@ -251,8 +333,10 @@ async function play(events, finalView) {
       say(entry);
       if (wait) await sleep(wait);
     }
-    render(ev.view, false);
+    // a deal's last move leaves the engine already dealing the next one: its scoring is shown over the table as
+    // it was, and the next deal appears only once the panel is closed
     if (ev.deal_end) await showDealEnd(ev.deal_end);
+    render(ev.view, false);
   }
   render(finalView, true);
   S.busy = false;
@@ -275,11 +359,14 @@ async function sendMove(move) {
   setState("busy");
   $("move-error").textContent = "";
   for (const m of document.querySelectorAll(".move")) m.classList.add("inert");
+  startThinking(S.view);
   try {
     const answer = await api("POST", `/api/tables/${S.tableId}/move`,
                              {actions: move.actions, seat: S.view.seat, step: S.view.step});
+    stopThinking();
     await play(answer.events, answer.view);
   } catch (e) {
+    stopThinking();
     S.busy = false;
     $("move-error").textContent = e.message;
     if (e.status === 404 || e.status === 410) { setState("lost"); return; }
@@ -290,6 +377,8 @@ async function sendMove(move) {
 
 async function newMatch() {
   if (S.busy || !S.tableId) return;
+  if (S.view && !S.view.over && !(await confirmDialog(
+      "Start a new match at this table? The match in progress will be lost.", "Start a new match"))) return;
   S.busy = true;
   setState("busy");
   try {
@@ -301,6 +390,78 @@ async function newMatch() {
     $("move-error").textContent = e.message;
     if (e.status === 404 || e.status === 410) showSetup();
   }
+}
+
+/* ------------------------------------------------------------------ thinking ------------------------------- */
+/* while the server plays the bots' moves (seconds against a search), the page says so and counts the time */
+function startThinking(view) {
+  stopThinking();
+  const t0 = performance.now();
+  const who = view.players === 2 ? "Your opponent is thinking…" : "The other players are thinking…";
+  const tick = () => { $("thinking-time").textContent = `${((performance.now() - t0) / 1000).toFixed(1)} s`; };
+  $("thinking-text").textContent = who;
+  tick();
+  // shown after a moment only: most answers come back at once, and a flash of it would only distract
+  const show = setTimeout(() => {
+    $("thinking").hidden = false;
+    document.body.dataset.thinking = "1";
+    for (const b of document.querySelectorAll("#opponents .seat-box")) b.classList.add("thinking");
+  }, FAST ? 0 : 300);
+  S.thinking = {show, timer: setInterval(tick, 100)};
+}
+
+function stopThinking() {
+  if (!S.thinking) return;
+  clearTimeout(S.thinking.show);
+  clearInterval(S.thinking.timer);
+  S.thinking = null;
+  $("thinking").hidden = true;
+  delete document.body.dataset.thinking;
+  for (const b of document.querySelectorAll(".seat-box.thinking")) b.classList.remove("thinking");
+}
+
+/* ------------------------------------------------------------------ how to play ---------------------------- */
+/* the player guide (what the terminal's "?" prints) with the house settings in force, at any moment */
+function rich(text) {
+  return Cards.inline(text).replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>").replace(/\*([^*]+)\*/g, "<em>$1</em>");
+}
+
+async function loadRules() {
+  let g;
+  try {
+    g = S.tableId ? await api("GET", `/api/tables/${S.tableId}/guide`)
+                  : await api("POST", "/api/guide", {game: S.game, settings: S.check && S.check.valid ? collectSettings() : {}});
+  } catch (e) {
+    g = {title: "How to play", blocks: [{kind: "p", text: e.message}]};
+  }
+  $("rules-title").textContent = g.title;
+  const body = $("rules-body");
+  body.innerHTML = "";
+  let list = null;
+  for (const b of g.blocks) {
+    if (b.kind === "li") {
+      if (!list) { list = el("ul"); body.appendChild(list); }
+      const li = el("li");
+      li.innerHTML = rich(b.text);
+      list.appendChild(li);
+      continue;
+    }
+    list = null;
+    const e = el(b.kind === "h2" ? "h3" : "p");
+    e.innerHTML = rich(b.text);
+    body.appendChild(e);
+  }
+  $("rules").dataset.game = g.game;
+}
+
+async function toggleRules(open) {
+  const panel = $("rules");
+  if (open === undefined) open = panel.hidden;
+  if (!open) { panel.hidden = true; document.body.classList.remove("rules-open"); return; }
+  await loadRules();
+  panel.hidden = false;
+  document.body.classList.add("rules-open");
+  $("rules-close").focus();
 }
 
 /* ------------------------------------------------------------------ the log -------------------------------- */
@@ -316,7 +477,7 @@ function addLog(entry) {
   const t = el("span", "text");
   t.innerHTML = Cards.inline(entry.text, s);
   li.appendChild(t);
-  if (entry.forced && entry.seat !== null && !/only choice/.test(entry.text)) li.appendChild(el("span", "tag", "auto"));
+  if (entry.forced && entry.seat !== null && !/\((only choice|last card)\)$/.test(entry.text)) li.appendChild(el("span", "tag", "auto"));
   if (entry.seat === null) li.classList.add("event");
   const log = $("log");
   log.appendChild(li);
@@ -425,7 +586,7 @@ function seatLine(view, p) {
   const i = view.seat_info[p];
   switch (view.game) {
     case "pishti": return `captured ${i.captured} · piştis ${i.pistis}` + (i.pisti_points ? ` (${i.pisti_points})` : "");
-    case "pasur": return `captured ${i.captured} · clubs ${i.clubs} · surs ${i.surs} · round ${i.round_points}` +
+    case "pasur": return `captured ${i.captured} · clubs ${i.clubs} · surs ${i.surs} · ${i.round_points} pt${i.round_points === 1 ? "" : "s"} this round` +
                          (i.sur_capped ? " · sur capped" : "");
     case "pis_yedili": return `${i.hand} card${i.hand === 1 ? "" : "s"} · penalty ${view.scores[p]}`;
     case "pishe_pasha": return "";
@@ -523,14 +684,33 @@ function makeMove(node, move) {
   node.addEventListener("keydown", ev => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); node.click(); } });
 }
 
+/* what a card in hand would do, written under it (fishing games): "takes 8♥", "trails", "takes: you choose";
+   the terminal lists the same moves ("3D takes 8H"), and a touch screen has no hover to show a title */
+function captionFor(m) {
+  const t = m.text;
+  if (/^play /.test(t)) return "takes: you choose";
+  if (t === m.card) return "stays on the pile";
+  return t.startsWith(m.card + " ") ? t.slice(m.card.length + 1) : t;
+}
+
 function handCards(view, moves, hand, opts = {}) {
   const byCard = {};
   for (const m of moves) if (m.kind === "card" || m.kind === "jack") (byCard[m.card] = byCard[m.card] || []).push(m);
+  const captions = view.game === "pasur" || view.game === "pishti";
   for (const c of view.hand) {
-    const card = Cards.face(c, {sun: sun()});
+    let card = Cards.face(c, {sun: sun()});
     const ms = byCard[c];
     if (ms && ms.length === 1 && ms[0].kind === "card") {
       makeMove(card, ms[0]);
+      if (captions) {
+        const slot = el("div", "hand-slot");
+        const cap = el("div", "caption move-caption");
+        cap.innerHTML = Cards.inline(captionFor(ms[0]));
+        cap.addEventListener("click", () => card.click());
+        slot.append(card, cap);
+        hand.appendChild(slot);
+        continue;
+      }
     } else if (ms && ms.length) {                       // a jack at Pis Yedili: name a suit
       card.classList.add("move", "group");
       card.dataset.move = "jack";
@@ -581,8 +761,10 @@ function renderButtons(view, moves) {
     b.title = m.text;
     if (m.kind === "capture") {
       b.innerHTML = Cards.inline(m.text);
-      b.addEventListener("mouseenter", () => highlight(m.cards, true));
-      b.addEventListener("mouseleave", () => highlight(m.cards, false));
+      for (const [on, off] of [["mouseenter", "mouseleave"], ["focus", "blur"]]) {
+        b.addEventListener(on, () => highlight(m.cards, true));
+        b.addEventListener(off, () => highlight(m.cards, false));
+      }
     } else {
       b.innerHTML = Cards.inline(m.label || m.text, sun());
     }
@@ -719,6 +901,9 @@ const RENDER = {
     potEl.innerHTML = `pot <b>${pot}</b>`;
     z.appendChild(potEl);
     if (view.slots_taken) {
+      if (moves.some(m => m.kind === "slot")) {    // said here too: the grid can push the action bar down
+        z.appendChild(el("div", "slots-prompt", "Your turn: take a face-down card (click one)"));
+      }
       const grid = el("div", "slots");
       grid.id = "slots";
       const bySlot = {};
@@ -851,6 +1036,9 @@ async function boot() {
   $("start").addEventListener("click", start);
   $("setup-form").addEventListener("submit", ev => { ev.preventDefault(); start(); });
   $("to-setup").addEventListener("click", showSetup);
+  $("rules-btn").addEventListener("click", () => toggleRules());
+  $("rules-close").addEventListener("click", () => toggleRules(false));
+  document.addEventListener("keydown", ev => { if (ev.key === "Escape" && !$("rules").hidden) toggleRules(false); });
   $("new-match").addEventListener("click", newMatch);
   $("match-new").addEventListener("click", newMatch);
   $("match-look").addEventListener("click", () => { $("match-end").hidden = true; });
@@ -863,13 +1051,19 @@ async function boot() {
   catch (e) { document.body.textContent = "The kahve server cannot be reached: " + e.message; return; }
   const want = QUERY.get("game");
   selectGame(S.games[want] ? want : S.games[localStorage.getItem("kahve.game")] ? localStorage.getItem("kahve.game") : S.order[0]);
-  const saved = sessionStorage.getItem("kahve.table");
+  // the table in the address (a reload, a bookmark), else the one this tab had open
+  const saved = QUERY.get("table") || sessionStorage.getItem("kahve.table");
   if (saved) {
     try {
       const a = await api("GET", `/api/tables/${saved}`);
       openTable(a, a.log);
       return;
-    } catch (e) { sessionStorage.removeItem("kahve.table"); }
+    } catch (e) {
+      sessionStorage.removeItem("kahve.table");
+      showSetup();
+      $("setup-error").textContent = e.message;
+      return;
+    }
   }
   showSetup();
 }
