@@ -69,10 +69,11 @@ Hidden information (``determinize``): what the other seats can infer from public
       * with ``must_answer_seven`` (PY-3), taking the penalty shows no 7.
     Cards drawn later may be anything, so each inference is kept as a limit ``(mask, cap)`` in ``limits``
     (at most cap of the player's cards in mask, see ``_limit``: exact, not an approximation). Under
-    ``skip_single_choice`` the engine plays a single legal action itself and the move log shows it as the
-    only choice, so such a draw, pass or penalty shows no legal card, and such a play no legal card but
-    copies of the one played. And the player to move keeps a legal action: in round 1 a club to play; under
-    ``skip_single_choice`` two legal actions (with one the engine would have played it). Not kept, because
+    ``skip_single_choice`` the engine plays a single legal action itself, but the others are told so only
+    where they could know it (:meth:`State.forced_is_public`), and only that is kept: an engine-played draw,
+    pass, penalty or round-1 club reads to them as a chosen one, and shows nothing. And the player to move
+    keeps a legal action: in round 1 a club to play; under ``skip_single_choice`` two legal actions (with one
+    the engine would have played it). Not kept, because
     they carry no certain information: a chosen draw in NORMAL (PY-8 allows it with a playable card), a
     chosen PASS after a draw, a chosen 7 penalty when answering is optional, which of several legal cards
     was played.
@@ -377,9 +378,9 @@ class PisYediliState(State):
         self.limits[p] = tuple(kept)
 
     def _only_choice(self, action: int) -> None:
-        """A single legal action that the engine plays (C-4) is public as such (the move log says "only
-        choice"): the hand holds no legal card, or none but copies of the card played (a J would give four
-        actions)."""
+        """A single legal action that the engine plays (C-4), where the others know it was one
+        (:meth:`forced_is_public`): the hand holds no legal card, or none but copies of the card played (a J
+        would give four actions)."""
         p, phase = self.current_player, self.phase
         if phase == FIRST_ROUND:
             mask = FIRST_MASK
@@ -464,8 +465,8 @@ class PisYediliState(State):
     # ----- applying actions -------------------------------------------------------------------------
     def _apply(self, action: int) -> None:
         leg = self._legal
-        if leg is not None and len(leg) == 1 and self._skip_single_choice:
-            self._only_choice(action)
+        if leg is not None and len(leg) == 1 and self._skip_single_choice and self.forced_is_public(action):
+            self._only_choice(action)           # what the others may infer is what they are told (C-8)
         self._legal = None
         if action < PLAY_J:
             self._play(action, -1)

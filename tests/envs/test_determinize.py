@@ -8,8 +8,8 @@ decision states and for every seat, that a determinized world
 * keeps the hand sizes and the cards (the same multiset overall);
 * respects the public inferences of the game (a buried Pâsur jack is never in a first hand; Pişti's face-down
   places hold only unseen cards; a Pis Yedili hand can be explained by the public history of draws, plays,
-  the draws that are only allowed without a card of some kind and the single choices the engine played,
-  checked here by an independent matching);
+  the draws that are only allowed without a card of some kind (not the single choices the engine played: the
+  others are not told of those, so they show nothing), checked here by an independent matching);
 * leaves the player to move with a legal move (two under ``skip_single_choice``, since a decision state
   never has a single legal action then);
 * does not change the original state, and really re-deals something somewhere.
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from kahve.envs import game_class
-from kahve.envs.core.cards import SUIT_NAMES, parse_card
+from kahve.envs.core.cards import parse_card
 from kahve.envs.pis_yedili.rules import DRAW, FOLLOW_UP, PLAY_J, TAKE_PENALTY, PisYediliState
 
 # ----- Pis Yedili's public history, kept by the test itself (independent of the engine's bookkeeping) ----------
@@ -47,19 +47,6 @@ def _follow_mask(top: int, lone: bool) -> int:
         if c // 13 == top // 13 or c % 13 == top % 13:
             m |= 1 << c
     return m & ~ACES if lone else m
-
-
-def _legal_cards(state) -> int:
-    """The cards that would be legal for the player to move, whatever the hand (§3c), as a mask."""
-    d = state.to_dict()
-    if d["phase"] == "FIRST_ROUND":
-        return FIRST_CLUBS
-    if d["phase"] == "FACING_SEVEN":
-        return SEVENS
-    top = parse_card(d["top"])
-    if d["named_suit"] is not None:            # a J on top: the named suit
-        top = 13 * SUIT_NAMES.index(d["named_suit"]) + 10
-    return _follow_mask(top, len(state.hands[state.current_player]) == 1)
 
 
 def _fresh_log(state) -> list:
@@ -85,9 +72,8 @@ def _logged(apply):
         first_round = self.first_round_left > 0
         if action == DRAW and self.phase == FOLLOW_UP:     # a draw is only allowed without a legal card (PY-5)
             log[p].append(("none_of", _follow_mask(self.discard[-1], sizes[p] == 1)))
-        if self.settings.skip_single_choice and len(self.legal_actions()) == 1:
-            # the engine plays a single choice and shows it as such: no other legal card in the hand
-            log[p].append(("none_of", _legal_cards(self) & ~(1 << action if action < PLAY_J else 0)))
+        # (a single choice the engine plays is no public fact, unless the rules or the cards in sight make it one,
+        # and those cases are the ones above and below: the others are not told, so it shows nothing)
         if action == TAKE_PENALTY and self.settings.must_answer_seven:
             log[p].append(("none_of", SEVENS))
         played = None                          # the card played, a J for the PLAY_J actions
