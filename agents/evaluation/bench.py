@@ -320,7 +320,6 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
     for name in games:
         settings = settings_of(name)
         deal = {**settings, "episode": "deal"}
-        game = envs.game_class(name)(**deal)
         # the engine alone: every move is applied by the caller (no single-choice auto-play)
         bare = envs.game_class(name)(**{**deal, "skip_single_choice": False})
         row = {"settings": settings,

@@ -227,7 +227,7 @@ class Cloning:
         ``show_progress``, each labelling and each fit shows a progress bar with its ETA."""
         self.show_progress = show_progress
         import time
-        cfg, pre, done = self.cfg, self.cfg["pretrain"], self.progress
+        pre, done = self.cfg["pretrain"], self.progress
         t = time.perf_counter()
         seconds_before = done["seconds"]
         try:

@@ -713,7 +713,7 @@ class IshState(State):
 
     def _render(self, seat: int | None) -> str:
         """An ansi table; with ``seat`` only what that seat sees (cards after REVEAL, calls after RESOLVE)."""
-        g, s, n = self.game, self.settings, self.num_players
+        s, n = self.settings, self.num_players
         over = self.phase == OVER
         head = (f"Ish, {n} players, {s.payout} payout | round {self.deals_completed + (0 if over else 1)}"
                 f" of at most {s.max_rounds} | dealer: player {self.dealer} | now: {self._PHASE_WORDS[self.phase]}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from kahve.envs.core.cards import JACK, NUM_CARDS
 from kahve.envs.core.odds import expected_best, p_none
 
-from .rules import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, PHASE_SELECT, RANK, TAKE
+from .tables import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, PHASE_SELECT, RANK, TAKE
 
 HAND = 4
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth

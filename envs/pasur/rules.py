@@ -95,38 +95,16 @@ from __future__ import annotations
 import random
 import numpy as np
 
-from ..core.cards import ACE, CLUBS, DIAMONDS, JACK, KING, NUM_CARDS, QUEEN, TEN, card_id, card_str, cards_str
+from ..core.cards import ACE, JACK, KING, NUM_CARDS, QUEEN, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
-# action ranges (§2h)
-PLAY = 0                       # PLAY(card) = card
-TAKE = NUM_CARDS               # TAKE(card) = 52 + card
-NUM_ACTIONS = 2 * NUM_CARDS
-# phases (§2c)
-PHASE_PLAY, PHASE_SELECT = 0, 1
-PHASE_NAMES = ("PLAY", "SELECT")
-
-HAND = 4
-HANDS_PER_ROUND = 6
-STOCK_SIZE = 40                # PA-11
-MOVE_FEATURES = 10             # numbers per action in the observation's last block (appraisal.py)
-OBS_SIZE = 390 + NUM_ACTIONS * MOVE_FEATURES
-TWO_CLUBS = card_id(1, CLUBS)
-TEN_DIAMONDS = card_id(TEN, DIAMONDS)
-HAFT_KHAJ = 7                  # 7 or more clubs
-HAFT_KHAJ_POINTS = 7
-# card points (§2d): TD 3, 2C 2, each A and J 1; clubs bonus separately
-CARD_POINTS = [0] * NUM_CARDS
-for _s in range(4):
-    CARD_POINTS[card_id(ACE, _s)] = 1
-    CARD_POINTS[card_id(JACK, _s)] = 1
-CARD_POINTS[TEN_DIAMONDS] = 3
-CARD_POINTS[TWO_CLUBS] = 2
-IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
-RANK = [c % 13 for c in range(NUM_CARDS)]
+from . import appraisal
+from .tables import (PLAY, TAKE, NUM_ACTIONS, PHASE_PLAY, PHASE_SELECT, PHASE_NAMES, HAND, HANDS_PER_ROUND,
+                     STOCK_SIZE, MOVE_FEATURES, OBS_SIZE, TWO_CLUBS, TEN_DIAMONDS, HAFT_KHAJ, HAFT_KHAJ_POINTS,
+                     CARD_POINTS, IS_CLUB, RANK)  # noqa: F401 (names of the rules, also imported from here)
 
 
 def _enumerate_subsets(values: tuple, target: int) -> tuple:
@@ -772,6 +750,3 @@ class PasurState(State):
 
 
 PasurGame.state_class = PasurState
-
-
-from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kahve.envs.core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
 from kahve.envs.core.odds import p_none
 
-from .rules import DRAW, JACK_IDS, MATCH, MOVE_FEATURES, ORDINARY, PLAY_J, RANK, TAKE_PENALTY, VALUE
+from .tables import DRAW, JACK_IDS, MATCH, MOVE_FEATURES, ORDINARY, PLAY_J, RANK, TAKE_PENALTY, VALUE
 
 FEATURE_SCALE = 1.0           # the features below are already fractions
 HAND_SCALE = 100.0            # a hand's penalty value, in these units

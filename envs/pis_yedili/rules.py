@@ -139,14 +139,10 @@ from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
 
-HAND_SIZE = 7
-PLAY_J = 52          # 52 + 4 * jack suit + named suit
-DRAW = 68
-PASS = 69
-TAKE_PENALTY = 70
-NUM_ACTIONS = 71
-MOVE_FEATURES = 16             # numbers per action in the observation's last block (appraisal.py)
-OBS_SIZE = 183 + NUM_ACTIONS * MOVE_FEATURES
+from . import appraisal
+from .tables import (HAND_SIZE, PLAY_J, DRAW, PASS, TAKE_PENALTY, NUM_ACTIONS, MOVE_FEATURES, OBS_SIZE, RANK,
+                     ORDINARY, VALUE, FIRST_OK, IS_JACK, JACK_IDS, MATCH,
+                     JACK_ACTIONS)  # noqa: F401 (names of the rules, also imported from here)
 
 FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP, DEAL_END = range(6)
 # determinize: re-deals (then exact draws) tried per hand, builds of the whole deal, exchanges per card at last
@@ -156,17 +152,6 @@ PHASE_NAMES = ("FIRST_ROUND", "NORMAL", "FACING_SEVEN", "POST_DRAW", "FOLLOW_UP"
 NO_FOLLOW, FOLLOW_ACE, FOLLOW_TWIN = 0, 1, 2
 FOLLOW_NAMES = (None, "ace", "twin")
 
-# ----- precomputed card tables --------------------------------------------------------------------------
-RANK = [c % 13 for c in range(NUM_CARDS)]
-ORDINARY = [r not in (ACE, SEVEN, TEN, JACK) for r in range(13)]           # PY-6: 2-6, 8, 9, Q, K
-VALUE = [(11 if r == ACE else 25 if r == JACK else 10 if r >= TEN else r + 1) for r in RANK]   # PY-13
-FIRST_OK = [c // 13 == 0 and ORDINARY[c % 13] for c in range(NUM_CARDS)]   # PY-9: playable in round 1
-IS_JACK = [r == JACK for r in RANK]
-JACK_IDS = [13 * s + JACK for s in range(4)]
-# MATCH[ctx][c]: non-jack card c follows the context ctx = 13 * suit + rank to match (a J on top: named suit, J)
-MATCH = [tuple(c // 13 == ctx // 13 or c % 13 == ctx % 13 for c in range(NUM_CARDS)) for ctx in range(NUM_CARDS)]
-# jack actions for a bitmask of jack suits held, already sorted
-JACK_ACTIONS = [[PLAY_J + 4 * s + d for s in range(4) if m >> s & 1 for d in range(4)] for m in range(16)]
 # card sets as bitmasks over the 52 ids (both copies of a card share its bit), for the hand limits (determinize)
 FIRST_MASK = sum(1 << c for c in range(NUM_CARDS) if FIRST_OK[c])
 JACK_MASK = sum(1 << c for c in JACK_IDS)
@@ -1150,5 +1135,3 @@ class PisYediliState(State):
 
 
 PisYediliGame.state_class = PisYediliState
-
-from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)

@@ -19,7 +19,7 @@ import functools
 from kahve.envs.core.cards import JACK
 from kahve.envs.core.odds import expected_best, p_none
 
-from .rules import MOVE_FEATURES, PACKET, PLAYS_PER_DEAL
+from .tables import MOVE_FEATURES, PACKET, PLAYS_PER_DEAL
 
 _FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")      # a 0/1 byte string's complement
 CARD_BONUS = 0.25            # a card's worth towards the majority bonus (3 for the most of 52 cards)

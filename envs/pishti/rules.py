@@ -68,13 +68,10 @@ from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
 from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
 
-PLAYS_PER_DEAL = 48
-PACKET = 4
-MOVE_FEATURES = 8              # numbers per action in the observation's last block (appraisal.py)
-TWO_CLUBS = card_id(1, 0)
-TEN_DIAMONDS = card_id(9, 1)
-JACKS = frozenset(card_id(JACK, suit) for suit in range(4))
-ACES = frozenset(card_id(ACE, suit) for suit in range(4))
+from . import appraisal
+from .tables import (PLAYS_PER_DEAL, PACKET, MOVE_FEATURES, TWO_CLUBS, TEN_DIAMONDS, JACKS,
+                     ACES)  # noqa: F401 (names of the rules, also imported from here)
+
 
 SETTINGS = SettingsSpec("pishti", [
     Choice("players", 4, (2, 4), doc="2 or 4 players (PI-1)"),
@@ -548,6 +545,3 @@ class PishtiState(State):
 
 
 PishtiGame.state_class = PishtiState
-
-
-from . import appraisal  # noqa: E402  (it reads this module's constants, so it comes after them)

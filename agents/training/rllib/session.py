@@ -41,7 +41,6 @@ import os
 import random
 import time
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import gymnasium as gym

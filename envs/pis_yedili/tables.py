@@ -1,0 +1,28 @@
+"""Pis Yedili's fixed tables (docs/rules.md §3): action ids, sizes, and what each card is and follows. The
+rules engine (:mod:`.rules`) and the appraisal of its moves (:mod:`.appraisal`) both read them, so they live
+below both."""
+
+from __future__ import annotations
+
+from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
+
+HAND_SIZE = 7
+PLAY_J = 52          # 52 + 4 * jack suit + named suit
+DRAW = 68
+PASS = 69
+TAKE_PENALTY = 70
+NUM_ACTIONS = 71
+MOVE_FEATURES = 16             # numbers per action in the observation's last block (appraisal.py)
+OBS_SIZE = 183 + NUM_ACTIONS * MOVE_FEATURES
+
+# ----- precomputed card tables --------------------------------------------------------------------------
+RANK = [c % 13 for c in range(NUM_CARDS)]
+ORDINARY = [r not in (ACE, SEVEN, TEN, JACK) for r in range(13)]           # PY-6: 2-6, 8, 9, Q, K
+VALUE = [(11 if r == ACE else 25 if r == JACK else 10 if r >= TEN else r + 1) for r in RANK]   # PY-13
+FIRST_OK = [c // 13 == 0 and ORDINARY[c % 13] for c in range(NUM_CARDS)]   # PY-9: playable in round 1
+IS_JACK = [r == JACK for r in RANK]
+JACK_IDS = [13 * s + JACK for s in range(4)]
+# MATCH[ctx][c]: non-jack card c follows the context ctx = 13 * suit + rank to match (a J on top: named suit, J)
+MATCH = [tuple(c // 13 == ctx // 13 or c % 13 == ctx % 13 for c in range(NUM_CARDS)) for ctx in range(NUM_CARDS)]
+# jack actions for a bitmask of jack suits held, already sorted
+JACK_ACTIONS = [[PLAY_J + 4 * s + d for s in range(4) if m >> s & 1 for d in range(4)] for m in range(16)]
