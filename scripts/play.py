@@ -28,8 +28,6 @@ from kahve.envs.core.guide import player_guide, plain
 
 from .common import add_game_arguments, parse_settings
 
-#: settings a bot file does not impose on the table: how an episode is cut and paid, and skipping forced moves
-NOT_FROM_BOT = ("episode", "reward", "skip_single_choice")
 HINT = "type the number of a move, or the move itself; '?' shows the rules, 'q' quits"
 
 
@@ -87,13 +85,13 @@ def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]
     path = _bot_file(bot, game, settings)
     if path is None:
         return dict(settings), []
-    from kahve.agents.policies.bot import Bot, BotFileError
+    from kahve.agents.policies.bot import NOT_IMPOSED, Bot, BotFileError
     _, meta = Bot.read_metadata(path)
     if meta.get("game") != game:
         raise BotFileError(f"{path} is a bot for {meta.get('game')}, not {game}")
     game_class = envs.game_class(game)
     spec, shaping_settings = game_class.settings_spec, game_class.space_settings
-    trained = {k: v for k, v in meta.get("settings", {}).items() if k in spec.by_name and k not in NOT_FROM_BOT}
+    trained = {k: v for k, v in meta.get("settings", {}).items() if k in spec.by_name and k not in NOT_IMPOSED}
     table = {**trained, **settings}
     given = [k for k in settings if k in trained and settings[k] != trained[k]]
     shaping = [k for k in given if k in shaping_settings]

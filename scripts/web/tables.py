@@ -75,7 +75,7 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
     searches, random. Every entry is ``{"spec", "label", "fits", "reason"}``; ``spec`` is a policy spec.
 
     New kinds of opponent appear here as they are added to the policy specs (one list, built in one place)."""
-    from kahve.agents.policies.bot import BotFileError, check_fits
+    from kahve.agents.policies.bot import fit
     from kahve.agents.policies.specs import make_policy
 
     out = []
@@ -104,16 +104,13 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
             if shaping else "")
         fits, reason = True, None
         if game is not None:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    check_fits(meta, game, spec)
-            except BotFileError as err:
+            verdict = fit(meta, game, spec)
+            if not verdict.ok:
                 fits = False
-                differ = {k: v for k, v in shaping.items() if game.settings.get(k, v) != v}
                 words = lambda k, v: f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}"  # noqa: E731
-                reason = ("trained for " + ", ".join(words(k, v) for k, v in differ.items()) + "; this table has "
-                          + ", ".join(words(k, game.settings[k]) for k in differ)) if differ else str(err)
+                reason = ("trained for " + ", ".join(words(k, t) for k, (t, _) in verdict.shaping.items())
+                          + "; this table has " + ", ".join(words(k, h) for k, (_, h) in verdict.shaping.items())
+                          ) if verdict.shaping else verdict.reason
         out.append({"spec": spec, "label": label, "fits": fits, "reason": reason})
     out.append({"spec": "heuristic", "label": "rule-based player (plays by rules of thumb, quick)", "fits": True,
                 "reason": None})

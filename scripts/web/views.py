@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kahve import envs
+from kahve.agents.policies.bot import NOT_IMPOSED
 
 #: per game: the deal-report breakdown keys whose value is a list of seats (not one value per seat)
 SEAT_SETS = {"ish": ("eligible", "out", "eliminated")}
@@ -148,7 +149,9 @@ SETTING_WORDS = {
 
 #: settings a person does not choose at the web table (fixed to these values)
 FIXED_SETTINGS = {"episode": "match", "skip_single_choice": True}
-HIDDEN_SETTINGS = ("episode", "reward", "skip_single_choice")
+#: settings not shown at the table: how an episode is cut and paid, and whether forced moves are skipped, are no
+#: house rules, the same settings a bot does not impose (agents/policies/bot.py NOT_IMPOSED)
+HIDDEN_SETTINGS = NOT_IMPOSED
 
 
 def _strs(cards) -> list[str]:

@@ -139,3 +139,19 @@ def test_an_expert_gives_the_logits_exactly_where_its_flag_is_set(good, tmp_path
             Bot.load(rewrite(plain if "main_logits" in match else path, tmp_path / "bad.onnx", metadata=bad))
     with pytest.raises(ValueError, match="expert_input 9999 is not an observation input"):
         export_onnx(main, tmp_path / "bad.onnx", bot_metadata(game, "ppo", 10), expert=expert, expert_input=9999)
+
+
+def test_one_owner_says_whether_a_bot_fits_a_table():
+    """bot.fit is the one answer (levels, kahve play and the web table ask it): the settings that change the spaces
+    make it refuse, the others only differ, and the settings a bot does not impose never count."""
+    from kahve.agents.policies.bot import NOT_IMPOSED, fit
+    from kahve import checkpoints
+    meta = Bot.read_metadata(checkpoints.find("pishti/ppo_2p"))[1]
+    game = envs.game_class("pishti")
+    assert fit(meta, game(players=2), "b").ok
+    four = fit(meta, game(players=4, partnerships=False), "b")
+    assert not four.ok and four.shaping == {"players": (2, 4)} and "\n" not in four.reason
+    other = fit(meta, game(players=2, target_score=101), "b")
+    assert other.ok and "target_score" in other.other
+    free = fit(meta, game(players=2, episode="match", reward="outcome", skip_single_choice=False), "b")
+    assert free.ok and not set(free.other) & set(NOT_IMPOSED)
