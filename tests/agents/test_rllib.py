@@ -14,7 +14,7 @@ pytest.importorskip("ray.rllib")
 torch = pytest.importorskip("torch")
 
 from kahve.agents.training import config as config_mod  # noqa: E402
-from kahve.agents.training import rllib_backend as rb  # noqa: E402
+from kahve.agents.training.rllib import session as rb  # noqa: E402
 
 PISHTI = {"players": 2, "episode": "deal", "reward": "points"}
 
