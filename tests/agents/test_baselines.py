@@ -38,7 +38,9 @@ def test_heuristic_beats_random(game):
 
 @pytest.mark.parametrize("game", envs.GAMES)
 def test_ismcts_beats_random(game):
-    r = evaluate(game, "ismcts:25", "random", games=24, settings=QUICK[game], seed=2)
+    # Pis Yedili's deals swing by dozens of points (a hand's penalties): 12 deal seeds are too few to tell
+    games = 80 if game == "pis_yedili" else 24
+    r = evaluate(game, "ismcts:25", "random", games=games, settings=QUICK[game], seed=2)
     assert r["win_rate"] > 0.55 and r["points_per_deal"] > 0, format_report(r)
 
 
