@@ -126,7 +126,9 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     if isinstance(recipe, dict):
         lines.append(f"- made by its recipe: `{recipe.get('command')}`; wall time of each stage on "
                      f"{recipe.get('machine', 'the machine that ran it')}:")
-        lines += [f"  - {s['name']}: {s['algorithm']}, {s['steps']:,} steps, {s['wall_seconds']:.0f} s"
+        unit = {"distill": "labels fitted", "expert": "solved decisions fitted"}
+        lines += [f"  - {s['name']}: {s['algorithm']}, {s['steps']:,} {unit.get(s['algorithm'], 'steps')}, "
+                  f"{s['wall_seconds']:.0f} s"
                   + (f" ({s['pretrain_seconds']:.0f} s of it behaviour cloning and DAgger)"
                      if s.get("pretrain_seconds") else "") for s in recipe.get("stages", [])]
     if command:

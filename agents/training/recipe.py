@@ -453,16 +453,18 @@ class RecipeRun:
         steps = sum(r["steps"] for r in records)
         if (state.get("bot") or {}).get("steps") != steps:      # not written yet, or a stage has trained on since
             recipe_meta = {"command": recipe.command, "stages": records, "machine": machine()}
+            # the steps of learning (a distill or expert stage counts labels, another unit: the record keeps them)
+            learned = sum(r["steps"] for s, r in zip(recipe.stages, records) if not KINDS[s.kind]) or steps
             wall = sum(r["wall_seconds"] for r in records)
             if KINDS[last.kind]:       # the stage wrote its bot (an expert network beside the main one, say)
                 from ..policies.bot import Bot, rewrite_metadata
                 source = run.root / kind_module(last.kind).BOT_FILE
-                meta = {**Bot.read_metadata(source)[1], "training_steps": steps, "wall_seconds": wall,
+                meta = {**Bot.read_metadata(source)[1], "training_steps": learned, "wall_seconds": wall,
                         "recipe": recipe_meta}
                 rewrite_metadata(source, recipe.bot_file, meta)
             else:
                 summary = run.read_summary()
-                meta = RunDir.bot_metadata(last.cfg, steps, summary.get("evaluation", {}), wall_seconds=wall,
+                meta = RunDir.bot_metadata(last.cfg, learned, summary.get("evaluation", {}), wall_seconds=wall,
                                            recipe=recipe_meta)
                 export_onnx(MLP.from_arrays(load_npz(run.policy)), recipe.bot_file, meta)
             state["bot"], state["report"] = {"file": recipe.bot_file.name, "steps": steps}, None
