@@ -45,7 +45,7 @@ from pathlib import Path
 import yaml
 
 from . import config as config_mod
-from .files import read_json, read_text_limited, write_text_atomic
+from .files import read_json, read_text_limited, short, write_text_atomic
 from .run_dir import RunDir
 
 #: the recipe's own keys: everything else at the top level is a training config key every stage inherits
@@ -171,7 +171,7 @@ def _bot_section(raw) -> dict:
     bot = config_mod._merge(BOT_SCHEMA, config_mod.defaults(BOT_SCHEMA), raw, BOT)
     for k, spec in enumerate(bot["report"]):
         if not isinstance(spec, str):
-            raise ValueError(f"config key 'bot.report[{k}]': expected a policy spec, got {spec!r}")
+            raise ValueError(f"config key 'bot.report[{k}]': expected a policy spec, got {short(spec)}")
     if bot["levels"] and not bot["report"]:
         raise ValueError("config key 'bot.levels': the levels are a section of the report; give bot.report too")
     return bot
@@ -181,7 +181,7 @@ def _output(raw: dict, source: str) -> str:
     """The recipe's run folder: ``output`` (with {game}, {seed}, {algorithm}), else runs/GAME_RECIPENAME."""
     template = raw.get("output", f"runs/{{game}}_{Path(source).stem}")
     if not isinstance(template, str):
-        raise ValueError(f"config key 'output': expected str, got {template!r}")
+        raise ValueError(f"config key 'output': expected str, got {short(template)}")
     fields = {"game": raw.get("game"), "algorithm": raw.get("algorithm", "ppo"), "seed": raw.get("seed", 0)}
     try:
         out = template.format(**fields)
@@ -208,11 +208,11 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
     for index, item in enumerate(stages_raw, 1):
         where = f"stages[{index - 1}]"
         if not isinstance(item, dict):
-            raise ValueError(f"config key {where!r}: expected a mapping with a name, got {item!r}")
+            raise ValueError(f"config key {where!r}: expected a mapping with a name, got {short(item)}")
         name = item.get("name")
         if not isinstance(name, str) or not name or set(name) - NAME_CHARS:
             raise ValueError(f"config key {where + '.name'!r}: expected a name of lowercase letters, digits and _, "
-                             f"got {name!r}")
+                             f"got {short(name)}")
         if name in seen:
             raise ValueError(f"config key {where + '.name'!r}: two stages are named {name!r}")
         seen.add(name)
@@ -221,7 +221,7 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
                 raise ValueError(f"config key {where + '.' + key!r}: belongs at the recipe's top level")
         kind = item.get("kind", "train")
         if kind not in KINDS:
-            raise ValueError(f"config key {where + '.kind'!r}: {kind!r} is not a stage kind; kinds: "
+            raise ValueError(f"config key {where + '.kind'!r}: {short(kind)} is not a stage kind; kinds: "
                              + ", ".join(KINDS))
         for other in KINDS:
             if other != kind and other in item:
