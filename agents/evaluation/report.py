@@ -124,7 +124,7 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
                      f"(docs/design.md, \"Bots\"): {meta.get('expert', {})}")
     recipe = meta.get("recipe")
     if isinstance(recipe, dict):
-        lines.append(f"- made by its recipe: `{recipe.get('command')}`; wall time of each stage on "
+        lines.append(f"- command: `{recipe.get('command')}` (its recipe); wall time of each stage on "
                      f"{recipe.get('machine', 'the machine that ran it')}:")
         unit = {"distill": "labels fitted", "expert": "solved decisions fitted"}
         lines += [f"  - {s['name']}: {s['algorithm']}, {s['steps']:,} {unit.get(s['algorithm'], 'steps')}, "

@@ -63,7 +63,7 @@ def test_a_recipe_runs_its_stages_in_order_and_ends_with_the_bot_and_its_report(
     assert [s["name"] for s in meta["recipe"]["stages"]] == ["clone", "more"]
     assert meta["recipe"]["command"].startswith("kahve train ") and meta["recipe"]["command"].endswith("tiny.yaml")
     report = (out / "tiny.md").read_text()
-    assert f"made by its recipe: `{meta['recipe']['command']}`" in report
+    assert f"- command: `{meta['recipe']['command']}` (its recipe)" in report
     assert "  - clone: ppo, 256 steps" in report and "  - more: ppo, 256 steps" in report
     assert "| random | full matches | 4 |" in report
 
