@@ -26,19 +26,25 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from .common import check_output
     from kahve.agents.policies.bot import export_onnx
     from kahve.agents.policies.network import MLP
     from kahve.agents.training import config as config_mod
-    from kahve.agents.training.run_dir import RunDir
+    from kahve.agents.training.run_dir import RunDir, check_network, check_state
     from kahve.agents.training.files import load_npz
 
     if args.levels < 0 or (args.levels and args.report is None):
         raise ValueError("--levels PAIRS adds the difficulty levels to the report: give --report too, and PAIRS >= 1")
+    check_output(args.output, "-o")                    # a bad output path fails now, not after the export's work
+    if args.sb3:
+        check_output(args.sb3, "--sb3")
     run_dir = RunDir(args.run_dir)
     cfg = config_mod.saved_config(run_dir.read_config(), str(run_dir.config))
     summary = run_dir.read_summary() or {}
     ck = run_dir.find_checkpoint()
     state = ck.read_state() if ck is not None else None
+    if state is not None:
+        check_state(state, cfg, ck.state_file)
     finished = (summary and not summary.get("interrupted") and run_dir.policy.is_file()
                 and (state is None or summary.get("steps") == state["steps"]))
     model = None
@@ -47,11 +53,13 @@ def run(args) -> int:
             mlp = MLP.from_arrays(load_npz(run_dir.policy))
         except (KeyError, ValueError) as err:
             raise ValueError(f"{run_dir.policy}: not a network file ({err})") from None
+        check_network(mlp, cfg, run_dir.policy)          # of the config's shape, every weight finite
         steps, evaluation, wall = summary["steps"], summary.get("evaluation", {}), summary.get("wall_seconds_total")
     elif ck is not None:
         from kahve.agents.training.backends import model_from_checkpoint
         model = model_from_checkpoint(cfg, run_dir, ck)
         mlp = MLP.from_sb3(model)
+        check_network(mlp, cfg, ck.weights)
         steps, evaluation, wall = state["steps"], state.get("last_eval") or {}, state.get("wall_seconds")
     else:
         raise FileNotFoundError(f"{run_dir} has neither a final network (policy.npz) nor a checkpoint")

@@ -9,6 +9,9 @@ every line. Legal moves are
 listed with numbers; type a number, or the move as text ("7H", "7H takes 5 cards", "give"), ``?`` for the
 player guide of the game, ``q`` to quit. Invalid input is explained and asked again.
 
+Without ``--bot`` the opponents are the game's trained bot at level ``medium`` wherever a shipped bot fits the
+table (:func:`default_opponent`), and the heuristic otherwise; one line says which.
+
 With a bot file as the opponent, the bot's own settings (read from the file) are the table's defaults, so
 ``kahve play pishti --bot checkpoints/pishti/ppo_2p.onnx`` plays the 2-player table it was trained for;
 ``--settings`` still overrides them. A setting that changes what the bot's observations mean is refused in one
@@ -33,10 +36,11 @@ HINT = "type the number of a move, or the move itself; '?' shows the rules, 'q' 
 
 def add_arguments(parser) -> None:
     add_game_arguments(parser)
-    parser.add_argument("--bot", default="heuristic",
-                        help="the opponents: heuristic (default), random, ismcts:N, rollout:K, a bot file or a "
+    parser.add_argument("--bot", default=None,
+                        help="the opponents: heuristic, random, ismcts:N, rollout:K, a bot file or a "
                              "shipped bot's name (whose settings become the table's defaults), or a difficulty "
-                             "level: easy, medium, hard (the game's shipped bot) or BOT:easy|medium|hard")
+                             "level: easy, medium, hard (the game's shipped bot) or BOT:easy|medium|hard "
+                             "(default: the game's trained bot at medium where one fits the table, else heuristic)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the deal (default: random)")
     parser.add_argument("--record", metavar="FILE",
@@ -76,6 +80,35 @@ def _bot_file(spec: str, game: str, settings: dict):
         found = checkpoints.find(spec)
         return str(found) if found is not None else None   # make_policy names a missing file
     return None
+
+
+def default_opponent(game: str, settings: dict) -> tuple[str, list[str]]:
+    """The opponents when ``--bot`` is not given, and the lines that say so: the game's shipped bot at level
+    ``medium`` (``pasur/ppo:medium``) where one fits the table, else the heuristic. The table stays the one the
+    person asked for (``settings`` over the game's defaults): unlike a named bot, a default one does not bring
+    its training settings to the table, and a setting it was not trained with is one note."""
+    from kahve import checkpoints
+    from kahve.agents.policies.bot import Bot, fit
+    from kahve.agents.policies.levels import first_shipped_bot, shipped_bot
+    g = envs.game_class(game)(**settings)
+    try:
+        bot = shipped_bot(g)
+    except ValueError:                         # no shipped bot fits: say what of this table none was trained for
+        first = first_shipped_bot(game)
+        if first is None:
+            return "heuristic", [f"no trained {game} bot is shipped; opponents: heuristic"]
+        verdict = fit(Bot.read_metadata(checkpoints.find(first))[1], g, first)
+        words = [f"{here} players" if k == "players" else
+                 ("in partnerships" if here else "without partnerships") if k == "partnerships" else
+                 f"{k}={_plain(here)}" for k, (_, here) in verdict.shaping.items()]
+        why = " ".join(words) if words else verdict.reason
+        return "heuristic", [f"no trained {game} bot fits this table ({why}); opponents: heuristic"]
+    other = fit(Bot.read_metadata(checkpoints.find(bot))[1], g, bot).other
+    lines = [f"opponents: {bot} (medium)"]
+    if other:
+        lines.append(f"note: the bot was trained with {', '.join(f'{k}={_plain(t)}' for k, (t, _) in other.items())}; "
+                     f"this table plays {', '.join(f'{k}={_plain(h)}' for k, (_, h) in other.items())}")
+    return f"{bot}:medium", lines
 
 
 def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]]:
@@ -153,9 +186,12 @@ def make_bots(bot: str, g, seat: int, seed: int) -> tuple[dict, list[str]]:
     return bots, lines
 
 
-def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=input, out=print,
+def play(game: str, settings: dict, bot: str | None, seat: int, seed: int | None, inp=input, out=print,
          record: str | None = None) -> int:
-    settings, notes = table_settings(game, settings, bot)
+    if bot is None:
+        bot, notes = default_opponent(game, settings)
+    else:
+        settings, notes = table_settings(game, settings, bot)
     g = envs.game_class(game)(**settings)
     if not 0 <= seat < g.num_players:
         raise ValueError(f"--seat must be from 0 to {g.num_players - 1} for this table")
@@ -163,7 +199,10 @@ def play(game: str, settings: dict, bot: str, seat: int, seed: int | None, inp=i
         seed = random.SystemRandom().randrange(2 ** 32)   # drawn here so that a record can name it
     if record:
         from kahve.agents.evaluation.records import record_file
+
+        from .common import check_output
         record = record_file(record, game, seed)        # a bad --record path fails now, not after the match
+        check_output(record, "--record")                # (/proc, a folder of /sys, a read-only disk...)
     bots, more = make_bots(bot, g, seat, seed)
     for line in notes + more:
         out(line)

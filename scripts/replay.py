@@ -6,6 +6,10 @@ legal action, marked "(only choice)") and the table's events (new hands, forced 
 result), all from the engine's move log (:func:`~kahve.agents.evaluation.records.replay_moves`), as the chosen
 seat saw them: with ``--seat K`` a move is marked forced only where seat K could tell (:meth:`Move.forced_for`). Commands: Enter or ``n`` next, ``p`` previous, a number to jump to the position after that many
 moves, ``s K`` to see seat K's view, ``a`` to see all hands, ``q`` to quit. Reads commands from standard input.
+
+The file is checked before anything is shown (:mod:`~kahve.agents.evaluation.records`): only a regular file of at
+most ``MAX_FILE_BYTES`` is read, a record changed after kahve wrote it (its checksum) or dealt from a deck its
+seed does not deal is refused in one line, and a record without a checksum (an older kahve's) is noted.
 """
 
 from __future__ import annotations
@@ -116,5 +120,7 @@ def run(args) -> int:
     if not 0 <= args.game_index < len(records):
         raise ValueError(f"--game-index must be from 0 to {len(records) - 1}: {args.file} holds "
                          f"{len(records)} game(s)")
-    return replay(records[args.game_index], None if args.all else args.seat,
-                  where=f"{args.file}, game {args.game_index}")
+    record = records[args.game_index]
+    if "checksum" not in record:       # a record of a kahve before checksums: it loads, but say what is not checked
+        print("note: this record has no checksum (an older kahve wrote it), so a change to it cannot be detected")
+    return replay(record, None if args.all else args.seat, where=f"{args.file}, game {args.game_index}")

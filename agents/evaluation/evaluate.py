@@ -90,14 +90,16 @@ def _play_units(matchup: Matchup, units: list[int]) -> list[dict]:
 
 
 def _score(result: dict, game, a_side: int) -> tuple[float, str, float]:
-    """A's score in a match (1 win, 0.5 shared win, 0 loss), its label, and A's points summed over its deals."""
+    """A's score in a match (1 win, 1/k a win shared among k sides, labelled "draw"; 0 loss), its label, and A's
+    points summed over its deals. The scores of all sides sum to 1 in every match, so a side's fair share is
+    1/num_sides whatever the table."""
     winning_sides = {game.sides[s] for s in result["winners"]}
     if a_side not in winning_sides:
         label, score = "loss", 0.0
     elif len(winning_sides) == 1:
         label, score = "win", 1.0
     else:
-        label, score = "draw", 0.5
+        label, score = "draw", 1.0 / len(winning_sides)
     a_seat = game.sides.index(a_side)
     rel = [game.relative_points(points, a_seat) for points in result["deal_points"]]
     return score, label, sum(rel)
@@ -199,9 +201,11 @@ def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:
     results = sorted(results, key=lambda r: (r["unit"], r["a_side"]))
     counts = {"win": 0, "draw": 0, "loss": 0}
     unit_scores, unit_points, unit_deals = {}, {}, {}
+    total_score = 0.0
     for r in results:
         score, label, points = _score(r, g, r["a_side"])
         counts[label] += 1
+        total_score += score
         unit_scores.setdefault(r["unit"], []).append(score)
         unit_points[r["unit"]] = unit_points.get(r["unit"], 0.0) + points
         unit_deals[r["unit"]] = unit_deals.get(r["unit"], 0) + len(r["deal_points"])
@@ -209,12 +213,13 @@ def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:
     per_unit = [sum(v) / len(v) for v in unit_scores.values()]
     win_rate, lo, hi = mean_interval(per_unit)
     if not (hi - lo > 0):                                 # all units equal: fall back to Wilson on matches
-        lo, hi = wilson_interval(counts["win"] + 0.5 * counts["draw"], n)
+        lo, hi = wilson_interval(total_score, n)
     pts, plo, phi = ratio_interval(list(unit_points.values()), [unit_deals[u] for u in unit_points])
     deals = sum(unit_deals.values())
     return {
         "game": matchup.game, "settings": matchup.settings, "a": matchup.a, "b": matchup.b,
         "others": matchup.others, "seed": matchup.seed, "games": n, "units": len(per_unit),
+        "sides": g.num_sides, "fair_share": 1.0 / g.num_sides,
         "wins": counts["win"], "draws": counts["draw"], "losses": counts["loss"],
         "win_rate": win_rate, "win_rate_ci95": [max(0.0, lo), min(1.0, hi)],
         "points_per_deal": pts, "points_per_deal_ci95": [plo, phi], "deals": deals,
@@ -226,12 +231,19 @@ def summarize(g, matchup: Matchup, results: list[dict], elapsed: float) -> dict:
 def format_report(r: dict) -> str:
     lo, hi = r["win_rate_ci95"]
     plo, phi = r["points_per_deal_ci95"]
+    sides = r.get("sides", 2)                 # reports written before "sides" was kept were all read as 2 sides
+    if sides > 2:
+        # with 3 or more sides, 0.5 is no longer even: the win share is read against 1/sides
+        win_line = (f"  A's win share {r['win_rate']:.3f}  (95% CI {lo:.3f} .. {hi:.3f}; fair share "
+                    f"{r['fair_share']:.3g} at {sides} sides; a win shared by k sides counts 1/k)")
+    else:
+        win_line = f"  A's win rate {r['win_rate']:.3f}  (95% CI {lo:.3f} .. {hi:.3f}; a draw counts 1/2)"
     lines = [
         f"{r['game']}: {r['a']} (A) vs {r['b']} (B)" + (f", other sides {r['others']}" if r["others"] else "")
         + (f", settings {r['settings']}" if r["settings"] else "") + f", seed {r['seed']}",
         f"  matches {r['games']} ({r['units']} deal seeds x seats rotated), deals {r['deals']}",
         f"  A: {r['wins']} wins, {r['draws']} draws, {r['losses']} losses",
-        f"  A's win rate {r['win_rate']:.3f}  (95% CI {lo:.3f} .. {hi:.3f}; a draw counts 1/2)",
+        win_line,
         f"  A's points per deal, own side minus the others' mean: {r['points_per_deal']:+.2f}  "
         + ("(an interval needs 2 deal seeds or more)" if math.isnan(plo) else f"(95% CI {plo:+.2f} .. {phi:+.2f})"),
         f"  {r['timing']['games_per_s']:.1f} matches/s ({r['timing']['seconds']:.1f} s)",

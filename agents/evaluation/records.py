@@ -10,7 +10,8 @@ One game per line, one JSON object::
      "actions": [13, 40, ...],                      # every decision, in order (forced ones are not listed
                                                     #   when skip_single_choice is on: the engine plays them)
      "result": {"winners": [seats], "scores": [match total per seat], "returns": [per seat]},
-     "players": ["you", "heuristic"]}               # optional: who played each seat
+     "players": ["you", "heuristic"],               # optional: who played each seat
+     "checksum": "sha256:..."}                      # optional: see below; kahve writes it into every record
 
 The record keeps the chosen actions only; :func:`replay_moves` gives the whole move log of the game (forced
 moves and table events included, as ``kahve play`` announced them), for ``kahve replay`` and other screens.
@@ -19,13 +20,29 @@ A record replays exactly because the engine draws every chance event from its se
 ``chance_rng``, :mod:`kahve.envs.core.engine`): the same seed, settings and actions give the same states.
 Loading checks the shape, the game, its version, the settings, every action and the result, and every problem
 is a ``ValueError`` naming the file, the line and what is wrong.
+
+Records are files that people hand each other, so loading also refuses what was changed by hand:
+
+* ``checksum``: ``"sha256:"`` and the SHA-256 of the record's canonical JSON without the checksum (:func:`checksum`:
+  keys sorted, no spaces, ASCII). Every record kahve makes carries one (:func:`build_record`, :func:`make_record`);
+  a record whose content no longer gives it is refused as "changed after it was written", even where the change
+  is another legal move with the same outcome. It detects a changed file, it is no signature: whoever edits a
+  record can compute a new one. A record without one (written by a kahve before checksums) still loads.
+* ``deck``: a preset deck (``make_record(..., deck=...)``) is carried only by checksummed records. In a record
+  without a checksum the seed is the only authority on the cards, so a deck must be exactly the one the seed
+  deals at the record's table (:func:`seed_deck`); any other (two face-down cards swapped, the stocks exchanged)
+  is refused as tampered with.
+* the file: only a regular file of at most :data:`MAX_FILE_BYTES` bytes is read (never ``/dev/zero``, a pipe or
+  a folder), as UTF-8, a byte-order mark at the start of a line ignored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import stat
 from typing import Any, Iterable, Sequence
 
 from kahve import envs
@@ -33,7 +50,7 @@ from kahve import envs
 FORMAT = "kahve-record"
 VERSION = 1
 REQUIRED_KEYS = ("format", "version", "game", "env_version", "settings", "seed", "actions", "result")
-OPTIONAL_KEYS = ("deck", "players")
+OPTIONAL_KEYS = ("deck", "players", "checksum")
 RESULT_KEYS = ("winners", "scores", "returns")
 
 
@@ -56,7 +73,8 @@ def result_of(state) -> dict:
 
 def build_record(game, seed: int, actions: Sequence[int], result: dict | None, deck: Sequence | None = None,
                  players: Sequence[str] | None = None) -> dict:
-    """A record from its parts, without checking it (see :func:`make_record`, :func:`check_record`)."""
+    """A record from its parts, with its checksum, without checking it (see :func:`make_record`,
+    :func:`check_record`)."""
     record = {
         "format": FORMAT, "version": VERSION,
         "game": game.name, "env_version": game.version,
@@ -69,6 +87,7 @@ def build_record(game, seed: int, actions: Sequence[int], result: dict | None, d
     record["result"] = None if result is None else {k: _plain(list(result[k])) for k in RESULT_KEYS}
     if players is not None:
         record["players"] = [str(p) for p in players]
+    record["checksum"] = checksum(record)
     return record
 
 
@@ -86,7 +105,26 @@ def make_record(game, seed: int, actions: Sequence[int], state=None, deck: Seque
         raise ValueError(f"a record is for a finished game; this {game.name} game still has player "
                          f"{state.current_player} to move")
     record["result"] = result_of(state)
+    record["checksum"] = checksum(record)
     return record
+
+
+def checksum(record: dict) -> str:
+    """``"sha256:"`` and the hex SHA-256 of ``record`` without its ``"checksum"``, as canonical JSON (keys sorted, no
+    spaces, ASCII escapes: the same whatever wrote the file or how its keys are ordered)."""
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def seed_deck(game, seed: int) -> list[int]:
+    """The first deal's card order (card ids, top first) that ``game.new_state(seed)`` shuffles: the engine's
+    ``deck_rng`` is seeded from the first draw of the seed's generator (:class:`~kahve.envs.core.engine.State`),
+    and shuffles the game's whole deck (tests/agents/test_records.py checks that the two agree for every game)."""
+    from kahve.envs.core.rng import seeded, shuffle
+    cards = game.full_deck()
+    shuffle(seeded(seeded(seed).getrandbits(64)), cards)
+    return cards
 
 
 def dumps(record: dict) -> str:
@@ -183,9 +221,38 @@ def check_record(record: Any, where: str = "", replay: bool = True):
                                 or not all(isinstance(p, str) for p in players)):
         raise _fail(where, f"\"players\" must list one name (a string) per seat ({game.num_players}), "
                     f"not {_short(players)}")
+    changed = _changed(record, where)
+    if deck is not None and changed is None and "checksum" not in record:
+        dealt, given = seed_deck(game, record["seed"]), list(game.check_deck(deck))
+        if given != dealt:
+            k = next(i for i, (a, b) in enumerate(zip(given, dealt)) if a != b)
+            name = game.state_class.card_str
+            raise _fail(where, f"tampered with: its \"deck\" is not the one seed {record['seed']} deals at this "
+                        f"table (card {k + 1} is {name(given[k])}, the seed deals {name(dealt[k])}), and the "
+                        "record has no checksum to show that kahve wrote it with a preset deck")
     if replay:
-        replay_states(record, where=where, game=game)
+        try:
+            replay_states(record, game=game)
+        except ValueError as err:       # a changed record that no longer replays: both facts, the change first
+            raise _fail(where, f"{changed}: {err}" if changed else str(err)) from None
+    if changed:
+        raise _fail(where, changed)
     return game
+
+
+def _changed(record: dict, where: str) -> str | None:
+    """What to say of a record whose checksum its content does not give (None: it does, or it has none)."""
+    stored = record.get("checksum")
+    if stored is None:
+        return None
+    if not (isinstance(stored, str) and len(stored) == 71 and stored.startswith("sha256:")
+            and all(c in "0123456789abcdef" for c in stored[7:])):
+        raise _fail(where, f"\"checksum\" must be \"sha256:\" and 64 hex digits, not {_short(stored)}")
+    actual = checksum(record)
+    if actual == stored:
+        return None
+    return (f"the record was changed after it was written (checksum {stored[:19]}..., its content gives "
+            f"{actual[:19]}...)")
 
 
 def replay_states(record: dict, where: str = "", check_result: bool = True, game=None) -> list:
@@ -241,6 +308,9 @@ def replay_moves(record: dict, where: str = "", game=None) -> tuple[list, list[i
 
 #: a record line longer than this is refused unread (a real record is a few kB: one int per decision)
 MAX_LINE = 10_000_000
+#: a record file larger than this is refused unread (100 MB: tens of thousands of games; ``kahve evaluate --record``
+#: writes one file per evaluation)
+MAX_FILE_BYTES = 100_000_000
 
 
 def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool = True,
@@ -263,6 +333,7 @@ def parse_records(lines: Iterable[str], source: str = "<records>", replay: bool 
 
 
 def _parse_line(line: str, where: str, replay: bool) -> dict:
+    line = line.removeprefix("\ufeff")   # a byte-order mark (some editors write one; files joined by cat): no content
     if len(line) > MAX_LINE:
         raise _fail(where, f"a line of {len(line):,} characters is not a game record")
     try:
@@ -284,15 +355,34 @@ def load_records(path: str, replay: bool = True, problems: list | None = None) -
         files = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
         raise ValueError(f"{path} is a folder; give one of its record files"
                          + (f", e.g. {os.path.join(path, files[0])}" if files else " (it holds no .jsonl files)"))
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file, so not a kahve record file") from None
+    text = _read_limited(path)
     records = parse_records(text.splitlines(), path, replay=replay, problems=problems)
     if not records:
         raise ValueError(f"{path}: no game records in the file" + (f" ({problems[0]})" if problems else ""))
     return records
+
+
+def _read_limited(path: str) -> str:
+    """The text of a record file: a regular file of at most :data:`MAX_FILE_BYTES` bytes, read no further (a device
+    such as /dev/zero, a pipe, or a file that grows while read is refused in one line, never read to its end)."""
+    too_large = f"{path}: larger than {MAX_FILE_BYTES:,} bytes, the most a record file may have"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError(f"{path}: not a regular file, so not a kahve record file")
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise ValueError(too_large)
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(too_large)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file, so not a kahve record file") from None
 
 
 def record_file(path: str, game: str, seed: int) -> str:

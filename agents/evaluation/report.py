@@ -12,11 +12,12 @@ difficulty level of the bot (``BOT:easy``, ``BOT:medium``, ``BOT:hard``) against
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from kahve import envs
 
-from ..policies.bot import Bot
+from ..policies.bot import Bot, BotSettingsWarning
 from ..policies.base import decide
 from ..progress import progress_bar
 from .evaluate import evaluate
@@ -33,8 +34,33 @@ BARS = {
 
 
 def evaluation_settings(meta: dict) -> dict:
-    cfg = meta.get("config") or {}
-    return {**meta.get("settings", {}), **(cfg.get("evaluation", {}).get("settings", {}))}
+    return {**meta.get("settings", {}), **_evaluation_overrides(meta)}
+
+
+def report_tables(meta: dict) -> list[tuple[str, dict]]:
+    """The tables a report measures the bot at, as (label, evaluation settings): for a bot of several tables (its
+    ``tables``, e.g. Ish at 2 to 20 players) each of them, labelled by the settings that tell them apart
+    (``players=3``); else its own table, unlabelled."""
+    tables = meta.get("tables") or []
+    if len(tables) < 2:
+        return [("", evaluation_settings(meta))]
+    keys = _varying(tables)
+    return [(", ".join(f"{k}={t[k]}" for k in keys), {**t, **_evaluation_overrides(meta)}) for t in tables]
+
+
+def _varying(tables: list[dict]) -> list[str]:
+    """The settings that tell ``tables`` apart."""
+    return [k for k in tables[0] if any(t.get(k) != tables[0][k] for t in tables)]
+
+
+def _evaluation_overrides(meta: dict) -> dict:
+    """The settings the bot's training run evaluated under, over those it trained with."""
+    return ((meta.get("config") or {}).get("evaluation") or {}).get("settings", {})
+
+
+#: a report's deal seeds: table ``t``'s rows from ``seed + TABLE_SEEDS * t`` on (table 0: the seeds of a bot of one
+#: table), so that no two rows of a report deal the same decks
+TABLE_SEEDS = 1000
 
 
 def ish_policy_check(bot: Bot, settings: dict, rounds: int = 400) -> dict:
@@ -94,19 +120,40 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     bot = Bot.load(bot_path)
     meta = bot.metadata
     game = meta["game"]
-    # full matches, whatever episode the run evaluated on (a fine-tune's config may measure single deals): the bars
-    # the report cites are over full matches, and so is every row it labels "full matches"
-    settings = {**evaluation_settings(meta), "episode": "match"}
-    rows, results = [], {}
-    for k, opp in enumerate(opponents):
-        s, n, note = dict(settings), games, "full matches"
-        if opp.startswith("ismcts"):
-            s["episode"], n, note = "deal", max(20, games // 5), "single deals"
-        with progress_bar(f"report: {bot_path.name} vs {opp}", show_progress) as update:
-            r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers, seed=seed + k,
-                         progress=update)
-        results[opp] = r
-        rows.append(f"| {opp} | {note} | {r['games']} | {r['wins']}/{r['draws']}/{r['losses']} | {_strength(r)} |")
+    tables = report_tables(meta)
+    labelled = len(tables) > 1
+    rows, results, verdicts, notes = [], {}, [], []
+    for t, (label, table) in enumerate(tables):
+        # full matches, whatever episode the run evaluated on (a fine-tune's config may measure single deals): the
+        # bars the report cites are over full matches, and so is every row it labels "full matches"
+        settings = {**table, "episode": "match"}
+        measured = results.setdefault(label, {}) if labelled else results
+        for k, opp in enumerate(opponents):
+            s, n, note = dict(settings), games, "full matches"
+            if opp.startswith("ismcts"):
+                s["episode"], n, note = "deal", max(20, games // 5), "single deals"
+            with progress_bar(f"report: {bot_path.name} vs {opp}" + (f" ({label})" if labelled else ""),
+                              show_progress) as update:
+                r = evaluate(game, str(bot_path), opp, games=n, settings=s, workers=workers,
+                             seed=seed + TABLE_SEEDS * t + k, progress=update)
+            measured[opp] = r
+            rows.append((f"| {label} " if labelled else "")
+                        + f"| {opp} | {note} | {r['games']} | {r['wins']}/{r['draws']}/{r['losses']} | "
+                          f"{_strength(r)} |")
+        verdict, note = _bar(game, measured)
+        if game == "ish":
+            check = ish_policy_check(bot, settings)
+            ok = check["min_stake_rate"] >= 0.95 and check["correct_call_rate"] >= 0.95
+            verdict = ok if verdict is None else verdict and ok
+            note = (f"policy check over 400 rounds: minimum stake in {check['min_stake_rate']:.1%} of "
+                    f"{check['bets']} bets; calls exactly when eligible in {check['correct_call_rate']:.1%} of "
+                    f"{check['call_decisions']} call decisions. Bar (docs/rules.md §5e optimum, 95% of decisions): "
+                    f"**{'met' if ok else 'NOT met'}**.")
+            measured["policy_check"] = check
+        if note:
+            notes.append((f"- {label}: " if labelled else "") + note[0].upper() + note[1:])
+        verdicts.append(verdict)
+    settings = {**tables[0][1], "episode": "match"}
     defaults = envs.game_class(game).settings_spec.defaults()
 
     def changed(values: dict) -> dict:
@@ -115,8 +162,12 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     lines = [f"# {bot_path.name}: {game} bot", "",
              f"- algorithm: {meta['algorithm']}, {meta['training_steps']:,} training steps"
              + (f", {meta['wall_seconds'] / 60:.0f} min of training" if meta.get("wall_seconds") else ""),
-             f"- trained with settings `{changed(meta['settings'])}`; evaluated with `{changed(settings)}` "
-             "(other settings at their defaults)",
+             (f"- trained at the tables {'; '.join(label for label, _ in tables)}, with settings "
+              f"`{changed({k: v for k, v in meta['settings'].items() if k not in _varying(meta['tables'])})}` "
+              f"otherwise; evaluated at each with `{changed({**_evaluation_overrides(meta), 'episode': 'match'})}`"
+              if labelled else
+              f"- trained with settings `{changed(meta['settings'])}`; evaluated with `{changed(settings)}`")
+             + " (other settings at their defaults)",
              f"- env version v{meta['env_version']}, observation {meta['observation_size']}, "
              f"actions {meta['num_actions']}, network {meta.get('network')}"]
     if meta.get("expert_input") is not None:
@@ -133,38 +184,22 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
                      if s.get("pretrain_seconds") else "") for s in recipe.get("stages", [])]
     if command:
         lines.append(f"- command: `{command}`")
-    lines += ["", "| opponent | games | n | W/D/L | win rate (95% CI) | points per deal (95% CI) |",
-              "| --- | --- | --- | --- | --- | --- |", *rows, ""]
-    lines.append(f"Deals: each opponent's deal seeds are derived from seed {seed} + its row number (0, 1, ...) "
-                 "and the unit index, a range never used in training or model selection; every deal is played "
-                 "with the seats swapped (mirrored).")
-    verdict = None
-    if game in BARS and "heuristic" in results and (BARS[game][3] is None or "random" in results):
-        side, bar, points_bar, vs_random = BARS[game]
-        lo, hi = results["heuristic"]["win_rate_ci95"]
-        parts = []
-        ok = (lo > bar) if side == "lower" else (hi >= bar)
-        parts.append(f"vs heuristic the {side} end of the win rate's 95% interval "
-                     f"{'above' if side == 'lower' else 'at or above'} {bar:.0%} ({'met' if ok else 'NOT met'})")
-        verdict = ok
-        if points_bar:
-            ok = results["heuristic"]["points_per_deal_ci95"][0] > 0
-            parts.append(f"the whole points-per-deal interval above 0 ({'met' if ok else 'NOT met'})")
-            verdict = verdict and ok
-        if vs_random is not None:
-            ok = results["random"]["win_rate"] >= vs_random
-            parts.append(f"vs random at least {vs_random:.0%} ({'met' if ok else 'NOT met'})")
-            verdict = verdict and ok
-        lines.append(f"Strength bar (docs/design.md): {', '.join(parts)}: "
-                     f"**{'meets the bar' if verdict else 'does not meet the bar'}**.")
-    if game == "ish":
-        check = ish_policy_check(bot, settings)
-        verdict = check["min_stake_rate"] >= 0.95 and check["correct_call_rate"] >= 0.95
-        lines.append(f"Policy check over 400 rounds: minimum stake in {check['min_stake_rate']:.1%} of "
-                     f"{check['bets']} bets; calls exactly when eligible in {check['correct_call_rate']:.1%} of "
-                     f"{check['call_decisions']} call decisions. Bar (docs/rules.md §5e optimum, 95% of decisions): "
-                     f"**{'met' if verdict else 'NOT met'}**.")
-        results["policy_check"] = check
+    lines += ["", ("| table " if labelled else "")
+              + "| opponent | games | n | W/D/L | win rate (95% CI) | points per deal (95% CI) |",
+              ("| --- " if labelled else "") + "| --- | --- | --- | --- | --- | --- |", *rows, ""]
+    every = [r for measured in (results.values() if labelled else [results]) for r in measured.values()]
+    sides = max((r.get("sides", 2) for r in every), default=2)
+    lines.append(f"Deals: each opponent's deal seeds are derived from seed {seed} + its row number (0, 1, ...)"
+                 + (f" + {TABLE_SEEDS} x the table's (0, 1, ...)" if labelled else "")
+                 + " and the unit index, a range never used in training or model selection; every deal is played "
+                 + ("with the seats swapped (mirrored)." if sides <= 2 else
+                    f"once with the bot on each side in turn (up to {sides} sides); a win shared by k sides counts "
+                    "1/k, so the fair share of a win is 1/sides."))
+    lines += notes
+    known = [v for v in verdicts if v is not None]
+    verdict = all(known) if known else None
+    if labelled and known:
+        lines.append(f"At every table: **{'meets the bar' if verdict else 'does not meet the bar'}**.")
     timing = time_per_move(bot, settings)
     results["time_per_move"] = timing
     lines.append(f"Time per move: median {timing['median_ms']:.3f} ms, 90th percentile {timing['p90_ms']:.3f} ms of "
@@ -179,11 +214,40 @@ def write_report(bot_path, opponents: list[str], games: int = 200, workers: int 
     return out
 
 
+def _bar(game: str, results: dict) -> tuple[bool | None, str]:
+    """Whether the bot meets docs/design.md's strength bar of ``game`` at one table (None: the game has none, or
+    the report lacks its opponents), and the sentence that says so. At a table of more than two sides the win-rate
+    bar is the fair share, 1/sides."""
+    if game not in BARS or "heuristic" not in results or (BARS[game][3] is not None and "random" not in results):
+        return None, ""
+    side, bar, points_bar, vs_random = BARS[game]
+    heuristic = results["heuristic"]
+    if heuristic.get("sides", 2) > 2:
+        bar = heuristic["fair_share"]
+    lo, hi = heuristic["win_rate_ci95"]
+    ok = (lo > bar) if side == "lower" else (hi >= bar)
+    parts = [f"vs heuristic the {side} end of the win rate's 95% interval "
+             f"{'above' if side == 'lower' else 'at or above'} {bar:.0%} ({'met' if ok else 'NOT met'})"]
+    verdict = ok
+    if points_bar:
+        ok = heuristic["points_per_deal_ci95"][0] > 0
+        parts.append(f"the whole points-per-deal interval above 0 ({'met' if ok else 'NOT met'})")
+        verdict = verdict and ok
+    if vs_random is not None:
+        ok = results["random"]["win_rate"] >= vs_random
+        parts.append(f"vs random at least {vs_random:.0%} ({'met' if ok else 'NOT met'})")
+        verdict = verdict and ok
+    return verdict, (f"strength bar (docs/design.md): {', '.join(parts)}: "
+                     f"**{'meets the bar' if verdict else 'does not meet the bar'}**.")
+
+
 def _strength(r: dict) -> str:
-    """An evaluation's win rate and points per deal, each with its 95% interval, as two table cells."""
+    """An evaluation's win rate and points per deal, each with its 95% interval, as two table cells; at a table of
+    more than two sides the win rate's cell also gives the fair share (1/sides), the figure to read it against."""
     lo, hi = r["win_rate_ci95"]
     plo, phi = r["points_per_deal_ci95"]
-    return f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}) | {r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f})"
+    fair = f"; fair share {r['fair_share']:.3g}" if r.get("sides", 2) > 2 else ""
+    return f"{r['win_rate']:.3f} ({lo:.3f}–{hi:.3f}{fair}) | {r['points_per_deal']:+.2f} ({plo:+.2f}…{phi:+.2f})"
 
 
 #: the section of a report that :func:`write_levels` writes (and replaces when it writes it again)
@@ -206,30 +270,37 @@ def write_levels(bot_path, pairs: int, workers: int = 2, seed: int = 12345, show
     if not report.exists() or not evaluation.exists():
         raise FileNotFoundError(f"{bot_path}: no report to add the levels to (write it first: kahve export --report)")
     meta = Bot.load(bot_path).metadata
-    table = evaluation_settings(meta)
-    game = envs.game_class(meta["game"])(**table)
-    settings = {**table, "episode": "deal"}
-    plays = {"easy": f"the network sampled at temperature {EASY_TEMPERATURE:g}", "medium": "the network, greedy",
-             "hard": f"`{hard_spec(game, bot_path.name)}`"}
+    tables = report_tables(meta)
+    labelled = len(tables) > 1
     rows, measured = [], {}
-    for k, level in enumerate(LEVELS):
-        spec = f"{bot_path}:{level}"
-        with progress_bar(f"levels: {bot_path.name}:{level} vs {LEVEL_OPPONENT}", show_progress) as update:
-            r = evaluate(meta["game"], spec, LEVEL_OPPONENT, games=2 * pairs, settings=settings, workers=workers,
-                         seed=seed + 100 + k, progress=update)
-        policy = make_policy(spec, game, seed)
-        timing = time_per_move(policy, settings, decisions=LEVEL_DECISIONS, game_name=meta["game"])
-        measured[level] = {"plays": plays[level], "result": r, "time_per_move": timing}
-        rows.append(f"| `{level}` | {plays[level]} | {pairs} | {_strength(r)} | {timing['median_ms']:.2f} | "
-                    f"{timing['p90_ms']:.2f} |")
+    for t, (label, table) in enumerate(tables):
+        game = envs.game_class(meta["game"])(**table)
+        settings = {**table, "episode": "deal"}
+        plays = {"easy": f"the network sampled at temperature {EASY_TEMPERATURE:g}", "medium": "the network, greedy",
+                 "hard": f"`{hard_spec(game, bot_path.name)}`"}
+        here = measured.setdefault(label, {}) if labelled else measured
+        for k, level in enumerate(LEVELS):
+            spec = f"{bot_path}:{level}"
+            with progress_bar(f"levels: {bot_path.name}:{level} vs {LEVEL_OPPONENT}"
+                              + (f" ({label})" if labelled else ""), show_progress) as update:
+                r = evaluate(meta["game"], spec, LEVEL_OPPONENT, games=2 * pairs, settings=settings,
+                             workers=workers, seed=seed + TABLE_SEEDS * t + 100 + k, progress=update)
+            with warnings.catch_warnings():       # the report plays the evaluation's settings on purpose
+                warnings.simplefilter("ignore", BotSettingsWarning)
+                policy = make_policy(spec, game, seed)
+            timing = time_per_move(policy, settings, decisions=LEVEL_DECISIONS, game_name=meta["game"])
+            here[level] = {"plays": plays[level], "result": r, "time_per_move": timing}
+            rows.append((f"| {label} " if labelled else "")
+                        + f"| `{level}` | {plays[level]} | {pairs} | {_strength(r)} | {timing['median_ms']:.2f} | "
+                          f"{timing['p90_ms']:.2f} |")
     lines = [LEVELS_HEADING, "",
              f"Each level against `{LEVEL_OPPONENT}`, single deals, mirrored pairs (deal seeds derived from seed "
-             f"{seed + 100} + the level's row (0, 1, 2) and the unit index); the time per move is CPU time on one "
-             f"core over {LEVEL_DECISIONS} decisions of deals the heuristic plays (docs/search.md, \"Difficulty "
-             "levels\").", "",
-             "| level | plays | pairs | win rate (95% CI) | points per deal (95% CI) | median ms / move "
-             "| 90th pct ms |",
-             "| --- | --- | --- | --- | --- | --- | --- |", *rows, ""]
+             f"{seed + 100} + the level's row (0, 1, 2)" + (f" + {TABLE_SEEDS} x the table's" if labelled else "")
+             + f" and the unit index); the time per move is CPU time on one core over {LEVEL_DECISIONS} decisions of "
+             "deals the heuristic plays (docs/search.md, \"Difficulty levels\").", "",
+             ("| table " if labelled else "") + "| level | plays | pairs | win rate (95% CI) | points per deal "
+             "(95% CI) | median ms / move | 90th pct ms |",
+             ("| --- " if labelled else "") + "| --- | --- | --- | --- | --- | --- | --- |", *rows, ""]
     page = report.read_text()
     page = page.split(LEVELS_HEADING)[0].rstrip("\n") + "\n\n" + "\n".join(lines)
     report.write_text(page)

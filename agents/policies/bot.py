@@ -347,6 +347,10 @@ def check_metadata(meta: dict, path: str = "bot") -> None:
                            f"{meta['num_actions']} actions")
     if not all(isinstance(k, str) for k in meta["settings"]):
         raise BotFileError(f"{path}: the bot metadata's settings have names that are not text")
+    tables = meta.get("tables", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) and all(isinstance(k, str) for k in t)
+                                               for t in tables):
+        raise BotFileError(f"{path}: the bot metadata's tables are not a list of settings")
     at, size = meta.get("expert_input"), meta["observation_size"]
     if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < size):
         raise BotFileError(f"{path}: the bot metadata's expert_input is {at!r}, not an observation input "
@@ -402,9 +406,25 @@ class Fit:
         return self.reason is None
 
 
+def trained_at(meta: dict, game) -> dict:
+    """The settings the bot was trained under that ``game``'s table is to be held against: its ``settings``, or for a
+    bot of several ``tables`` (e.g. Ish at 2 to 20 players) the first of them that shapes observations and actions
+    as this table does (the first of all when none does: then it does not fit)."""
+    tables = meta.get("tables") or [meta.get("settings", {})]
+    return next((table for table in tables if not game.space_changes(table)), tables[0])
+
+
+def _tables_text(meta: dict, game) -> str:
+    """The tables a bot was trained at, by the settings that shape observations and differ from ``game``'s
+    (``players=3; players=4``)."""
+    tables = meta["tables"]
+    keys = [k for k in game.space_settings if any(k in t and t[k] != game.settings[k] for t in tables)]
+    return "; ".join(", ".join(f"{k}={t[k]!r}" for k in keys if k in t) for t in tables)
+
+
 def fit(meta: dict, game, path: str = "bot") -> Fit:
     """Does the bot of metadata ``meta`` fit ``game``'s table (its settings)? The one place that says so."""
-    trained = meta.get("settings", {})
+    trained = trained_at(meta, game)
     shaping = {k: (trained[k], game.settings[k]) for k in game.space_changes(trained)}
     other = {k: (trained[k], game.settings[k]) for k in trained if k in game.settings and k not in shaping
              and trained[k] != game.settings[k] and k not in NOT_IMPOSED}
@@ -417,6 +437,9 @@ def fit(meta: dict, game, path: str = "bot") -> Fit:
     elif (meta["observation_size"], meta["num_actions"]) != (game.observation_size, game.num_actions):
         reason = (f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} actions; "
                   f"these settings give {game.observation_size} and {game.num_actions}")
+    elif shaping and meta.get("tables"):
+        reason = (f"{path} was trained at the tables {_tables_text(meta, game)}; these settings give another ("
+                  + ", ".join(f"{k}={h!r}" for k, (_, h) in shaping.items()) + ")")
     elif shaping:
         reason = (f"{path} was trained with " + ", ".join(f"{k}={t!r}" for k, (t, _) in shaping.items())
                   + "; these settings change what observations and actions mean (here "

@@ -33,6 +33,12 @@ they say.
 ``rollout``, ``rollout:K``, ``ismcts`` and ``ismcts:N`` behave exactly as they always did (same seed, same moves),
 and ``rollout:K:heuristic`` is ``rollout:K``. A bad spec is one ``ValueError`` naming the accepted forms
 (:data:`POLICY_SPECS`); a bot path that does not exist is a ``FileNotFoundError``.
+
+A spec is also something people hand each other (a config, a web table's opponent), so what it can make kahve do
+is bounded, each bound a one-line ``ValueError`` that names it: at most :data:`MAX_BUDGET` iterations or worlds
+per search (``ismcts:100000``, ``rollout:4096``, ``endgame:1024``; the shipped levels use up to 64), and at most
+:data:`MAX_SEARCH_NESTING` searches one inside another, a level's own search included (``endgame:rollout:32:BOT``,
+Pâsur's hard level, is two; ``rollout:8:pasur/ppo:hard`` would be three).
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]
                 "PATH to an exported bot file or a shipped bot's NAME (pishti/ppo_2p)", "BOT:easy|medium|hard",
                 "easy|medium|hard (the game's shipped bot)", "greedy (Pişti)")
 
+#: the largest count of each search: ISMCTS iterations, rollout worlds, endgame worlds per move
+MAX_BUDGET = {"ismcts": 100_000, "rollout": 4_096, "endgame": 1_024}
+#: the most searches a policy may nest, one inside another (each multiplies the work of the one around it)
+MAX_SEARCH_NESTING = 2
+
 #: options of the count field, per search: name -> whether it takes a value
 _OPTIONS = {"rollout": {"z": True, "drop": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
 
@@ -57,6 +68,11 @@ def accepted_specs() -> str:
 
 def make_policy(spec: str, game, seed: int | None = None):
     """Build the policy named by ``spec`` for ``game`` (a :class:`kahve.envs.core.Game`)."""
+    return _make(spec, game, seed, ())
+
+
+def _make(spec: str, game, seed, outer: tuple):
+    """:func:`make_policy` inside the searches ``outer`` (their specs, outermost first)."""
     from .levels import LEVELS
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a policy spec must be a non-empty string; {accepted_specs()}")
@@ -74,20 +90,31 @@ def make_policy(spec: str, game, seed: int | None = None):
         count, _, inner = rest.partition(":")            # the first two colons split; SPEC keeps the rest
         if rest and not inner and rest.endswith(":"):
             raise ValueError(f"bad policy spec {spec!r}: nothing after the last colon; {accepted_specs()}")
-        return _search(spec, name, count, inner, game, seed)
+        return _search(spec, name, count, inner, game, seed, _nest(spec, outer))
     if name == "endgame":
-        return _endgame(spec, rest, game, seed)
+        return _endgame(spec, rest, game, seed, _nest(spec, outer))
     if spec in LEVELS:
-        return _level(spec, None, game, seed)
+        return _level(spec, None, game, seed, outer)
     head, _, tail = spec.rpartition(":")
     if head and tail in LEVELS:
-        return _level(tail, head, game, seed)
+        return _level(tail, head, game, seed, outer)
     if looks_like_bot(spec):
         return load_bot(bot_path(spec), game=game, seed=seed)
     raise ValueError(f"unknown policy spec {spec!r}; {accepted_specs()}")
 
 
-def _level(level: str, bot: str | None, game, seed: int | None = None):
+def _nest(spec: str, outer: tuple) -> tuple:
+    """The searches around a search's inner policy: ``outer`` and ``spec``, refused past :data:`MAX_SEARCH_NESTING`
+    (before the inner spec is read, so a spec nested a thousand times costs nothing)."""
+    nested = (*outer, spec)
+    if len(nested) > MAX_SEARCH_NESTING:
+        raise ValueError(f"bad policy spec {nested[0]!r}: at most {MAX_SEARCH_NESTING} searches may nest, one inside "
+                         f"another (a level's own search counts), e.g. endgame:rollout:32:heuristic; "
+                         f"{accepted_specs()}")
+    return nested
+
+
+def _level(level: str, bot: str | None, game, seed: int | None = None, outer: tuple = ()):
     """The policy of difficulty ``level`` (:mod:`.levels`) for the bot spec ``bot`` (a path or a shipped bot's
     name; None: the game's shipped bot that fits)."""
     from .levels import EASY_TEMPERATURE, hard_spec, shipped_bot
@@ -102,7 +129,7 @@ def _level(level: str, bot: str | None, game, seed: int | None = None):
     elif level == "medium":
         policy = load_bot(path, game=game, seed=seed)
     else:
-        policy = make_policy(hard_spec(game, path), game, seed)
+        policy = _make(hard_spec(game, path), game, seed, outer)
     policy.name = f"{bot}:{level}"
     return policy
 
@@ -149,7 +176,7 @@ def bot_path(spec: str) -> str:
     raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
 
 
-def _search(spec: str, name: str, count: str, inner: str, game, seed):
+def _search(spec: str, name: str, count: str, inner: str, game, seed, outer: tuple):
     head, *opts = count.split(",") if count else [""]
     usage = ("ismcts takes a positive iteration count, e.g. ismcts:200" if name == "ismcts"
              else "rollout takes a positive number of worlds, e.g. rollout:16")
@@ -174,18 +201,18 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
                                  f"{accepted_specs()}")
         else:
             options[key] = True
-    base = make_policy(inner, game, seed) if inner else None
+    base = _make(inner, game, seed, outer) if inner else None
     label = None if base is None and not opts else spec
     if name == "ismcts":
         from .ismcts import ISMCTS
-        n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage)
+        n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage, MAX_BUDGET["ismcts"], "iterations")
         if options.get("prior") and base is None:
             raise ValueError(f"bad policy spec {spec!r}: the prior option needs a policy, e.g. "
                              f"ismcts:{n},prior:heuristic; {accepted_specs()}")
         return ISMCTS(game, iterations=n, seed=seed, exploration=options.get("c", 0.7), policy=base,
                       prior=bool(options.get("prior")), bias=options.get("bias", ISMCTS.DEFAULT_BIAS), name=label)
     from .rollout import RolloutPolicy
-    n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage)
+    n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage, MAX_BUDGET["rollout"], "worlds")
     if "drop" in options and not options.get("z"):
         raise ValueError(f"bad policy spec {spec!r}: drop=D drops the actions that trail the kept move, so it needs "
                          f"a margin, e.g. rollout:{n},z=1,drop={options['drop']:g}; {accepted_specs()}")
@@ -193,7 +220,7 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed):
                          drop=options.get("drop"))
 
 
-def _endgame(spec: str, rest: str, game, seed):
+def _endgame(spec: str, rest: str, game, seed, outer: tuple):
     from .endgame import TABLES, EndgamePolicy, solves_table
     count, _, inner = rest.partition(":")
     if not count.strip().isdigit():                  # endgame:SPEC, the default number of worlds
@@ -205,16 +232,18 @@ def _endgame(spec: str, rest: str, game, seed):
         raise ValueError(f"bad policy spec {spec!r}: endgame has no solver for this table; it solves {TABLES}; "
                          f"{accepted_specs()}")
     n = _positive(spec, count, EndgamePolicy.DEFAULT_WORLDS, "endgame takes a positive number of worlds, "
-                  "e.g. endgame:32:pishti/ppo_2p")
-    return EndgamePolicy(game, make_policy(inner, game, seed), worlds=n, seed=seed, name=spec)
+                  "e.g. endgame:32:pishti/ppo_2p", MAX_BUDGET["endgame"], "worlds")
+    return EndgamePolicy(game, _make(inner, game, seed, outer), worlds=n, seed=seed, name=spec)
 
 
-def _positive(spec: str, arg: str, default: int, usage: str) -> int:
-    """The count after the colon of a spec (``ismcts:200``), or the default when there is none."""
+def _positive(spec: str, arg: str, default: int, usage: str, most: int, what: str) -> int:
+    """The count after the colon of a spec (``ismcts:200``), or the default when there is none; at most ``most``."""
     try:
         n = int(arg) if arg else default
     except ValueError:
         n = 0
     if n < 1:
         raise ValueError(f"bad policy spec {spec!r}: {usage}; {accepted_specs()}")
+    if n > most:
+        raise ValueError(f"bad policy spec {spec!r}: at most {most:,} {what} per move, not {n:,}; {accepted_specs()}")
     return n

@@ -20,6 +20,7 @@ import yaml
 from kahve import envs
 
 from .files import UniqueKeyLoader, clip, read_text_limited, read_yaml, short
+from .tables import check_tables
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ OPPONENT_DEFAULT = [{"policy": "random", "weight": 1.0}, {"policy": "heuristic",
 SCHEMA: dict = {
     "game": Field(str, None, choices=tuple(envs.GAMES), doc="the game"),
     "settings": Field(dict, {}, doc="game settings (named as in docs/rules.md), e.g. {players: 2, episode: deal}"),
+    "tables": Field(list, [], doc="more tables the same network learns beside the one of settings, each a change of "
+                                   "settings (e.g. [{players: 3}]): the run's games are dealt at each table in turn, "
+                                   "and the bot fits every one; all must share observation and action sizes"),
     "algorithm": Field(str, "ppo", choices=("ppo", "dqn")),
     "backend": Field(str, "sb3", choices=("sb3", "rllib"),
                      doc="sb3: stable-baselines3 in this process; rllib: Ray RLlib's PPO over env runners on this "
@@ -277,6 +281,7 @@ def _check_semantics(cfg: dict, init_later: bool = False) -> None:
     except ValueError as err:
         raise ValueError(f"config key 'evaluation.settings': {err}") from None
     _check_evaluation_spaces(cfg, game, eval_game)
+    check_tables(cfg, game)
     if cfg["async_rollouts"] and cfg["algorithm"] != "ppo":
         raise ValueError("config key 'async_rollouts': only PPO collects rollouts in a second process (DQN learns "
                          "from its replay buffer after every step); set it to false for algorithm dqn")

@@ -62,7 +62,7 @@ from kahve import envs
 
 from . import config as config_mod
 from .config import Field
-from .files import load_npz
+from .files import check_finite, load_npz, write_atomic
 from .game_knowledge import late_positions
 from .run_dir import RunDir
 
@@ -225,11 +225,12 @@ def read_labels(path) -> dict:
 
 def _save_labels(path: Path, rows: dict, n: int, job: dict, seconds: float) -> None:
     """The first ``n`` rows, written whole or not at all (compressed: an observation is mostly zeros)."""
-    part = path.with_name(path.stem + ".part.npz")
     arrays = {k: rows[k][:n] for k in ROWS}
-    with open(part, "wb") as f:
-        np.savez_compressed(f, job=np.array(json.dumps(job)), seconds=np.array(float(seconds)), **arrays)
-    os.replace(part, path)
+
+    def write(part: Path) -> None:
+        with open(part, "wb") as f:
+            np.savez_compressed(f, job=np.array(json.dumps(job)), seconds=np.array(float(seconds)), **arrays)
+    write_atomic(path, write)
 
 
 def _make_base(spec: str, game, seed: int):
@@ -464,6 +465,7 @@ def _start_from(net, cfg: dict, game) -> str:
             else mlp_from_bot(source, game.action_feature_size)
     except BotFileError as err:
         raise ValueError(f"config key 'init_from': {err}") from None
+    check_finite(mlp.to_arrays(), source)
     hidden = [w.shape[0] for w in mlp.weights[:-1]]
     features = mlp.feature_weights is not None
     want = (list(cfg["network"]["hidden"]), cfg["network"]["activation"], net.scores is not None)
@@ -586,11 +588,10 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
                 f"{time.perf_counter() - session:.0f} s")
             return summary
         wall = labelling_seconds() + fit_seconds
+        check_finite(mlp.to_arrays(), "the distilled network", "the fit diverged; try a lower distill.fit.lr")
         mlp.save(run.policy)
         meta = RunDir.bot_metadata({**cfg, "algorithm": "distilled"}, fitted, None, distill=section)
-        part = run.root / (BOT_FILE + ".part")
-        export_onnx(mlp, part, meta)
-        os.replace(part, run.root / BOT_FILE)
+        write_atomic(run.root / BOT_FILE, lambda part: export_onnx(mlp, part, meta))
         summary = {"steps": fitted, "wall_seconds_total": wall, "pretrain_seconds": 0.0, "interrupted": False,
                    "labelling_seconds": wall - fit_seconds, "fit_seconds": fit_seconds, "labels": records,
                    "held_out_agreement": held_out}

@@ -57,7 +57,7 @@ import torch as th
 
 from . import config as config_mod
 from .config import Field
-from .files import load_npz, save_npz
+from .files import arrays_hash, check_finite, load_npz, save_npz_atomic, write_atomic
 from .run_dir import RunDir
 
 BOT_FILE = "bot.onnx"
@@ -214,20 +214,14 @@ def main_network(cfg: dict, game):
     from ..policies.bot import mlp_from_bot
     from ..policies.network import MLP
     bot = config_mod.init_bot(cfg)
-    if bot is None:
-        mlp = MLP.from_arrays(load_npz(RunDir(os.path.expanduser(cfg["init_from"])).policy))
-    else:
-        mlp = mlp_from_bot(bot, game.action_feature_size)
+    source = bot if bot is not None else RunDir(os.path.expanduser(cfg["init_from"])).policy
+    mlp = MLP.from_arrays(load_npz(source)) if bot is None else mlp_from_bot(bot, game.action_feature_size)
+    check_finite(mlp.to_arrays(), source)
     return mlp, network_hash(mlp.to_arrays())
 
 
-def network_hash(arrays: dict) -> str:
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
+#: the hash of a network's arrays (what the tree files record of the main network)
+network_hash = arrays_hash
 
 
 # ----- tree jobs ------------------------------------------------------------------------------------------------
@@ -293,10 +287,7 @@ def _save_chunk(folder: Path, job: TreeJob, a: int, b: int, columns: dict, game)
         arrays = {"obs": np.zeros((0, game.observation_size), np.float16), "mask": none.astype(bool),
                   "values": none, "vs_random": none, "root": np.zeros(0, bool), "round": np.zeros(0, np.int64)}
     arrays["made_by"] = np.array(json.dumps({**job.made_by, "rounds": [a, b]}))
-    path = folder / f"{job.digest}_{a:07d}-{b:07d}.npz"
-    part = path.with_name(path.name + ".part")
-    save_npz(part, arrays)
-    os.replace(part, path)
+    save_npz_atomic(folder / f"{job.digest}_{a:07d}-{b:07d}.npz", arrays)
 
 
 def _start_round(env, pool, seed: int, r: int):
@@ -564,9 +555,7 @@ def _save_fit(path: Path, identity: str, phase: int, epochs: int, net, optimizer
     arrays["optimizer.groups"] = np.array(json.dumps(groups))
     for i, per in state["state"].items():
         arrays |= {f"optimizer.{i}.{k}": v.detach().cpu().numpy() for k, v in per.items()}
-    part = path.with_name(path.name + ".part")
-    save_npz(part, arrays)
-    os.replace(part, path)
+    save_npz_atomic(path, arrays)
 
 
 def _read_fit(path: Path, identity: str) -> dict | None:
@@ -707,9 +696,8 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
             return out
         try:
             main, main_hash = main_network(cfg, _game(cfg))
-            part = run.policy.with_name(run.policy.name + ".part")
-            save_npz(part, main.to_arrays())        # what a stage after this one starts from; the tree jobs read it
-            os.replace(part, run.policy)
+            # what a stage after this one starts from; the tree jobs read it
+            save_npz_atomic(run.policy, main.to_arrays())
             log(f"the main network: {cfg['init_from']} (hash {main_hash})")
             jobs = tree_jobs(cfg, section, main_hash)
             if not solve_trees(cfg, jobs, section["workers"], run, progress, log):
@@ -731,6 +719,7 @@ def write_bot(cfg: dict, section: dict, main, expert, nodes: int, epochs: int, p
         {"hidden": [section["network"]["width"]] * section["network"]["depth"], "activation": "relu"}
     meta = RunDir.bot_metadata(cfg, 0, {}, expert={"plays": "the last hand (the last-hand flag)", **description,
                                                    "solved_decisions": nodes, "epochs": epochs})
-    part = path.with_name(path.stem + ".part.onnx")
-    export_onnx(main, part, meta, expert=expert, expert_input=last_hand(cfg["game"]).flag)
-    os.replace(part, path)
+    check_finite(expert.arrays if hasattr(expert, "arrays") else expert.to_arrays(), "the expert network",
+                 "the fit diverged; try a lower expert.fit lr")       # (a CardAttention, or an MLP)
+    write_atomic(path, lambda part: export_onnx(main, part, meta, expert=expert,
+                                                expert_input=last_hand(cfg["game"]).flag))

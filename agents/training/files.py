@@ -2,15 +2,18 @@
 unpickling anything, and a file is written whole or not at all.
 
 A run folder, a recipe folder and a config are data that people hand each other: a file that cannot be read is a
-``ValueError`` naming it, never a traceback, and nothing in one can run code when it is loaded.
+``ValueError`` naming it, never a traceback, and nothing in one can run code when it is loaded. A file that cannot be
+written (a full disk) is a :class:`WriteError` naming it, and the file it was to replace is left as it was.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import yaml
@@ -66,15 +69,99 @@ def load_tensors(path, device="cpu") -> dict:
     return data
 
 
-def write_text_atomic(path, text: str) -> None:
-    """Write a file so that a reader sees the old or the new content, never half of it."""
+class WriteError(OSError, ValueError):
+    """A file kahve could not write (the disk full, a quota, no permission): one line naming it (:func:`write_error`).
+    It is a ``ValueError`` too, so that the command line prints it in one line as it does a bad input, and an
+    ``OSError`` with the system's ``errno``; ``reason`` is what went wrong, in words."""
+
+    reason = ""
+
+
+def write_error(target, err: BaseException, line: str = "cannot write {target}: {reason}") -> WriteError:
+    """``err`` (an ``OSError``, or the ``RuntimeError`` torch raises when a save fails) as a :class:`WriteError`
+    naming ``target``, in ``line`` (with ``{target}`` and ``{reason}`` filled in)."""
+    code = getattr(err, "errno", None)
+    if isinstance(err, WriteError):
+        reason = err.reason
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        reason = "no space left on the device"
+    else:
+        text = getattr(err, "strerror", None) or str(err).strip()
+        reason = clip(text.splitlines()[0] if text else type(err).__name__, 200)
+    out = WriteError(line.format(target=target, reason=reason))
+    out.errno, out.reason = code, reason
+    return out
+
+
+def write_atomic(path, write: Callable[[Path], object]) -> Path:
+    """Write a file whole or not at all: ``write(part)`` writes it under a name beside it (``NAME.part.EXT``, so that a
+    writer that goes by the extension, as numpy's and ONNX's do, still can), which then replaces ``path``. A reader
+    sees the old file or the new one, never half of one; a write that fails leaves the old file as it was and no part
+    behind, and one that fails in the system (a full disk) is a :class:`WriteError` naming ``path``."""
     path = Path(path)
-    part = path.with_name(path.name + ".part")
-    with open(part, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)
+    part = path.with_name(f"{path.stem}.part{path.suffix}")
+    try:
+        write(part)
+        os.replace(part, path)
+    except BaseException as err:
+        try:
+            part.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(err, OSError):
+            raise write_error(path, err) from None
+        raise
+    return path
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write a text file so that a reader sees the old or the new content, never half of it (synced to the disk
+    before it replaces the old one)."""
+    def write(part: Path) -> None:
+        with open(part, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    write_atomic(path, write)
+
+
+def save_npz_atomic(path, arrays: dict) -> Path:
+    """:func:`save_npz`, whole or not at all (:func:`write_atomic`), its folder made if need be."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(path, lambda part: save_npz(part, arrays))
+
+
+def save_tensors(path, data: dict) -> None:
+    """``torch.save`` of tensors and plain values (what :func:`load_tensors` reads back); a save that fails in the
+    system (torch says so with a ``RuntimeError``: "file write failed") is a :class:`WriteError` naming the file."""
+    import torch
+    try:
+        torch.save(data, path)
+    except (OSError, RuntimeError) as err:
+        raise write_error(path, err) from None
+
+
+def arrays_hash(arrays: dict) -> str:
+    """A short hash of named arrays (names, types, shapes and values): what a file records of the network that made
+    it."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def check_finite(arrays: dict, source, why: str = "the training diverged or the file is damaged") -> None:
+    """Refuse weights that are not all finite (a NaN or an infinity), in one line naming ``source`` and saying
+    ``why``; a network that holds one plays garbage."""
+    for name, a in arrays.items():
+        a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)      # (a torch tensor)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            bad = int(a.size - np.isfinite(a).sum())
+            raise ValueError(f"{source}: {name} holds weights that are not finite (NaN or infinity; {bad:,} of "
+                             f"{a.size:,}): {why}")
 
 
 def fsync_dir(folder: Path) -> None:

@@ -12,12 +12,19 @@ a new opponent pool reaches its envs, and where its scalars are logged. Use :fun
 ``kahve train --resume RUN_DIR`` continues from the run's latest checkpoint with the run's config (overrides may
 change the budget and hyperparameters, not the game, the algorithm or the network): step count, weights,
 optimizer state, unfinished behaviour cloning, opponent pool, schedule and random states carry over.
+
+Behaviour cloning checkpoints itself as PPO does: when it starts, when each collection of the teacher's decisions is
+done, after every epoch of every fit and after each expert-iteration generation (:class:`~.pretrain.Cloning`), so a
+kill at any moment loses at most a collection or an epoch. Ctrl-C while cloning writes no checkpoint of its own:
+the last one is where a resume goes on, not a fit stopped half-way through an epoch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,9 +35,9 @@ import numpy as np
 from ..evaluation.evaluate import evaluate
 from ..policies.bot import export_onnx
 from ..policies.network import MLP
-from .files import load_npz, save_npz
+from .files import WriteError, check_finite, load_npz, load_tensors, save_npz, save_tensors, write_error
 from .pretrain import Cloning
-from .run_dir import Checkpoint, RunDir
+from .run_dir import Checkpoint, RunDir, check_state, network_of
 from .view.league import League
 from .view.opponents import OpponentPool
 
@@ -121,6 +128,7 @@ class Session:
             self.pool = pool_from_config(cfg)
         else:
             self.check_checkpoint(checkpoint, self.state)
+            check_state(self.state, cfg, checkpoint.state_file)
             self.schedule = Schedule.from_state(self.state, checkpoint.state_file)
             summary = run.read_summary()          # a finished session also counts its final evaluation
             if summary and summary.get("steps") == self.state["steps"] and not summary.get("interrupted"):
@@ -131,11 +139,18 @@ class Session:
                        if league["weighting"] == "pfsp" else None)
         #: the configured weight of each baseline, by id (a snapshot's is self_play.weight)
         self.base_weights = {o["policy"]: float(o.get("weight", 1.0)) for o in cfg["opponents"]["pool"]}
-        self.cloning = None if self.schedule.pretrain is None else Cloning(cfg, self.pool, self.schedule.pretrain,
-                                                                           log=log, run_dir=run)
-        if self.cloning is not None and checkpoint is not None and self.schedule.pretrain["collected"]:
-            self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
-                                                                       checkpoint.demonstrations)
+        self.cloning = None if self.schedule.pretrain is None else Cloning(
+            cfg, self.pool, self.schedule.pretrain, log=log, run_dir=run, checkpoint=self.cloning_checkpoint)
+        #: the version of the demonstrations (:attr:`.pretrain.Cloning.data_version`) the latest checkpoint holds
+        self.demonstrations_saved = None
+        if self.cloning is not None and checkpoint is not None:
+            self.cloning.check_made_by(checkpoint.state_file)
+            if self.schedule.pretrain["collected"]:
+                self.cloning.demonstrations = Cloning.check_demonstrations(load_npz(checkpoint.demonstrations),
+                                                                           checkpoint.demonstrations)
+                self.demonstrations_saved = self.cloning.data_version
+            if self.schedule.pretrain.get("fit") is not None and checkpoint.cloning_fit.is_file():
+                self.cloning.resume_fit(load_tensors(checkpoint.cloning_fit), checkpoint.cloning_fit)
         self.start_steps = 0
 
     # ----- what a backend says --------------------------------------------------------------------------------
@@ -232,7 +247,14 @@ class Session:
     # ----- the network as a bot ---------------------------------------------------------------------------
     def export(self, path: Path, evaluation: dict | None = None) -> Path:
         meta = self.run_dir.bot_metadata(self.cfg, self.steps, evaluation)
-        return export_onnx(self.network(), path, meta)
+        return export_onnx(self.finite_network(), path, meta)
+
+    def finite_network(self) -> MLP:
+        """:meth:`network`, refused if a weight is not finite: no bot file or policy.npz is written with one."""
+        mlp = self.network()
+        check_finite(mlp.to_arrays(), f"the network at {self.steps:,} steps",
+                     "the training diverged; it is not written")
+        return mlp
 
     def evaluate(self, steps: int) -> dict:
         bot = self.export(self.run_dir.eval_bot)
@@ -247,13 +269,35 @@ class Session:
         def fill(ck: Checkpoint) -> dict:
             state = self.checkpoint_files(ck, envs_reachable)
             if self.cloning is not None and self.cloning.demonstrations is not None:
-                save_npz(ck.demonstrations, self.cloning.demonstrations)
+                self.save_demonstrations(ck)
+            if self.cloning is not None and self.cloning.fit_state is not None:
+                save_tensors(ck.cloning_fit, self.cloning.fit_state)
             if self.league is not None:
                 self.schedule.league = self.league.state()
             schedule = asdict(self.schedule)
             schedule["wall_seconds"] = self.schedule.wall_seconds + self.session_seconds()
-            return {**state, **schedule}
+            return {**state, **schedule, "network": network_of(self.cfg)}
         self.run_dir.write_checkpoint(fill)
+        if self.cloning is not None:
+            self.demonstrations_saved = self.cloning.data_version
+
+    def save_demonstrations(self, ck: Checkpoint) -> None:
+        """The demonstrations into ``ck``: linked from the latest checkpoint where they have not changed since (cloning
+        checkpoints after every epoch, and they may be gigabytes), else written."""
+        before = self.run_dir.latest.demonstrations
+        if self.demonstrations_saved == self.cloning.data_version and before.is_file():
+            try:
+                os.link(before, ck.demonstrations)       # (files in a checkpoint are written once, never changed)
+                return
+            except OSError:
+                pass                                       # a file system without hard links: write them again
+        save_npz(ck.demonstrations, self.cloning.demonstrations)
+
+    def cloning_checkpoint(self) -> None:
+        """A checkpoint while behaviour cloning (:class:`~.pretrain.Cloning` calls it at each point it can resume
+        from), with the cloned weights where the backend acts with them."""
+        self.after_cloning()
+        self.save_checkpoint()
 
     def session_seconds(self) -> float:
         return 0.0 if self.session_start is None else time.perf_counter() - self.session_start
@@ -268,6 +312,8 @@ class Session:
         try:
             try:
                 if self.cloning is not None:
+                    if not self.resumed:
+                        self.cloning_checkpoint()         # before any work: a kill from here on leaves one to resume
                     try:
                         report = self.cloning.run(self.cloning_target(), show_progress=progress)
                     finally:
@@ -280,13 +326,15 @@ class Session:
             except KeyboardInterrupt:
                 interrupted = True
             extra = self.ending(interrupted)
-            self.save_checkpoint(envs_reachable=not (interrupted and self.own_processes()))
+            # stopped while cloning: its last checkpoint is where it can go on from (a fit stopped in an epoch is not)
+            if self.cloning is None or self.run_dir.find_checkpoint() is None:
+                self.save_checkpoint(envs_reachable=not (interrupted and self.own_processes()))
             if interrupted and self.own_processes():
                 self.log("note: the env processes were interrupted, so their random streams were not saved; "
                          "a resume deals from new ones")
             summary = {**self.summary(interrupted), **extra}
             if not interrupted:
-                self.network().save(self.run_dir.policy)
+                self.finite_network().save(self.run_dir.policy)
                 summary["evaluation"] = self.evaluate(self.steps)
             self.run_dir.write_summary(summary)
             self.log(self.closing_line(summary))
@@ -332,7 +380,7 @@ def opened_run(cfg: dict, resume_dir: str | None, log=print):
         raise FileNotFoundError(f"no run folder at {run}")
     if not resume_dir:
         run.create()
-    with run.lock():
+    with run.lock(), _full_disk_named(run):
         if resume_dir:
             checkpoint = run.recover()
             if checkpoint is None:
@@ -347,6 +395,18 @@ def opened_run(cfg: dict, resume_dir: str | None, log=print):
             checkpoint = None
         run.write_config(cfg)
         yield run, checkpoint
+
+
+@contextlib.contextmanager
+def _full_disk_named(run: RunDir):
+    """A full disk anywhere in a session (TensorBoard's logs, a library's file) is one line naming the run folder;
+    the writes of kahve's own files name the file themselves (:class:`~.files.WriteError`)."""
+    try:
+        yield
+    except OSError as err:
+        if isinstance(err, WriteError) or err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise write_error(run, err, "cannot write in the run folder {target}: {reason}") from None
 
 
 def _refuse_finished(run: RunDir, cfg: dict, steps: int) -> None:
@@ -368,10 +428,18 @@ def random_states() -> dict:
 
 
 def set_random_states(state: dict, source) -> None:
+    """Put back what :func:`random_states` wrote; anything else in their place is a ``ValueError`` naming
+    ``source``."""
     try:
         version, internal, gauss = state["rng"]
-        random.setstate((version, tuple(internal), gauss))
         name, keys, pos, has_gauss, cached = state["np_rng"]
-        np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{source}: the random states are missing or wrong ({err})") from None
+        keys = np.array(keys, dtype=np.int64)
+        # numpy indexes its key array by pos, unchecked: a short array or a pos past it is no state
+        if keys.shape != (624,) or keys.min() < 0 or keys.max() >= 2**32 or not 0 <= pos <= 624:
+            raise ValueError("numpy's is not 624 32-bit keys and a position up to 624")
+        random.setstate((version, tuple(internal), gauss))
+        np.random.set_state((name, keys.astype(np.uint32), pos, has_gauss, cached))
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
+        text = str(err).strip()
+        raise ValueError(f"{source}: the random states are missing or wrong "
+                         f"({text.splitlines()[0][:200] if text else type(err).__name__})") from None

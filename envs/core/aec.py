@@ -7,7 +7,11 @@ Agent selection, reward bookkeeping, masks, infos, seeding and rendering live he
   the mask all zeros for agents not to move; spaces built once per env.
 * picklable mid-game: a pickle holds the whole engine state and the seed generator.
 * ``reset(seed=...)`` seeds a private generator (no global RNG); ``reset(options={"deck": [...]})`` fixes the
-  first deal's card order (top card first).
+  first deal's card order (top card first). ``options`` is a dict whose only key is ``"deck"`` (PettingZoo's own
+  ``api_test`` probes the signature with ``{"options": 1}``, which is ignored); anything else is a ``ValueError``.
+* a method that takes an agent (``observe``, ``observation_space``, ``action_space``) refuses any other name than
+  ``player_0`` .. ``player_{N-1}`` in one ``ValueError``; ``describe_action`` takes an integer action id (an
+  ``int`` or a NumPy integer), never ``"3"``, ``3.0`` or ``True``.
 * ``infos[agent]`` is ``{}`` except on the step that ends a deal, where every agent's info carries
   ``deal_points``, ``breakdown`` and ``scores`` (and ``winners`` at the match end).
 * a seat that leaves the match early (Ish: broke) is terminated while the others play on.
@@ -16,7 +20,6 @@ Agent selection, reward bookkeeping, masks, infos, seeding and rendering live he
 from __future__ import annotations
 
 import random
-import warnings
 from typing import Any
 
 import numpy as np
@@ -56,22 +59,33 @@ class CardGameEnv(AECEnv):
 
     # PettingZoo API ----------------------------------------------------------------------------------
     def observation_space(self, agent: str):
-        return self.observation_spaces[agent]
+        return self.observation_spaces[self._agent(agent)]
 
     def action_space(self, agent: str):
-        return self.action_spaces[agent]
+        return self.action_spaces[self._agent(agent)]
+
+    def _agent(self, agent) -> str:
+        """``agent`` when it names an agent of this table; a one-line ``ValueError`` that lists them otherwise."""
+        if not isinstance(agent, str) or agent not in self.agent_name_mapping:
+            names = self.possible_agents
+            listing = ", ".join(names) if len(names) <= 4 else f"{names[0]} .. {names[-1]}"
+            raise ValueError(f"{agent!r} is not an agent of this {self.game.name} table; its agents are {listing}")
+        return agent
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None or self._seeder is None:
             self._seeder = random.Random() if seed is None else seeded(seed)
         deck = None
-        if options:
-            unknown = set(options) - {"deck"}
-            # PettingZoo's api_test passes arbitrary options ({"options": 1}), so another key may not be an error;
-            # it is a warning, so that a mistyped "deck" does not go unnoticed (the test suite filters the
-            # api_test's own key, see pyproject.toml)
+        if options is not None:
+            if not isinstance(options, dict):
+                raise ValueError(f"reset options must be a dict such as {{'deck': [...]}}, not {type(options).__name__}"
+                                 f" {options!r:.60}")
+            # PettingZoo's api_test and parallel_test reset with options={"options": 1} to check the signature
+            # only: that key is ignored, every other is refused so that a mistyped "deck" cannot go unnoticed
+            unknown = [k for k in options if k not in ("deck", "options")]
             if unknown:
-                warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; the only option is 'deck'")
+                raise ValueError(f"unknown reset option(s) {', '.join(repr(k) for k in unknown)}; the only "
+                                 "option is 'deck' (the first deal's cards, top first)")
             deck = options.get("deck")
         self.state = self.game.new_state(random.Random(self._seeder.getrandbits(64)), deck)
         self.agents = list(self.possible_agents)
@@ -88,7 +102,11 @@ class CardGameEnv(AECEnv):
         self._sync()
 
     def observe(self, agent: str) -> dict:
-        seat = self.agent_name_mapping[agent]
+        try:
+            seat = self.agent_name_mapping[agent]
+        except (KeyError, TypeError):                     # (not in the way of the hot path)
+            self._agent(agent)
+            raise
         st = self.state
         if st.current_player == seat:
             mask = st.legal_mask().view(np.int8)         # bool and int8 share the bytes: no copy
@@ -146,8 +164,10 @@ class CardGameEnv(AECEnv):
 
     # kahve conveniences -------------------------------------------------------------------------------
     def describe_action(self, action: int) -> str:
-        """Action ``action`` in words, in the current state (e.g. ``"7H takes 4C"``)."""
-        return self.state.describe_action(int(action))
+        """Action ``action`` (an integer action id: an ``int`` or a NumPy integer) in words, in the current state
+        (e.g. ``"7H takes 4C"``); anything else, ``"3"``, ``3.0`` or ``True``, is a ``ValueError``, never read as
+        an id (:meth:`parse_action` reads text)."""
+        return self.state.describe_action(action)          # the engine checks the type and the range
 
     def parse_action(self, text: str) -> int:
         """The legal action that ``text`` names (what :meth:`describe_action` prints, or the bare form)."""

@@ -326,7 +326,8 @@ class State:
             if isinstance(action, bool) or not hasattr(action, "__index__") \
                     or not 0 <= action < self.game.num_actions:
                 raise ValueError(f"describe_action: {action!r} is not an action id of {self.game.name} "
-                                 f"(0 to {self.game.num_actions - 1})")
+                                 f"(an int or NumPy integer from 0 to {self.game.num_actions - 1}; parse_action "
+                                 "reads a move's text)")
             action = int(action)
         return self._describe_action(action)
 

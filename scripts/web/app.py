@@ -5,11 +5,11 @@ method   path                                 what
 =======  ===================================  ======================================================
 GET      ``/``                                the page (sets the browser session's cookie)
 GET      ``/static/...``                      the page's script, style sheet and card pictures
-GET      ``/api/games``                       the games, their settings (form fields), opponents
-POST     ``/api/check``                       ``{game, settings}``: valid?, table size, which opponents fit
+GET      ``/api/games``                       the games, their settings (form fields), opponents, the default one
+POST     ``/api/check``                       ``{game, settings}``: valid?, table size, which opponents fit, the default
 POST     ``/api/guide``                       ``{game, settings}``: the player guide, with those house settings
 GET      ``/api/tables``                      this browser session's tables (to go back to one)
-POST     ``/api/tables``                      ``{game, settings, seat, opponent[, seed]}``: a new table
+POST     ``/api/tables``                      ``{game, settings, seat[, opponent][, seed]}``: a new table
 GET      ``/api/tables/{id}``                 the table as the person's seat sees it, with the log
 DELETE   ``/api/tables/{id}``                 close the table
 GET      ``/api/tables/{id}/guide``           the player guide of the table's game, with its settings
@@ -51,7 +51,7 @@ from starlette.staticfiles import StaticFiles
 from kahve import envs
 
 from . import views
-from .tables import TableManager, WebError, make_game, opponent_choices
+from .tables import TableManager, WebError, default_opponent, make_game, opponent_choices
 
 STATIC = Path(__file__).parent / "static"
 COOKIE = "kahve_session"
@@ -151,10 +151,11 @@ def create_app(manager: TableManager | None = None, allowed_hosts: list[str] | N
         out = []
         for name in envs.GAMES:
             cls = envs.game_class(name)
+            choices = opponent_choices(name)
             out.append({"name": name, "title": cls.title, "summary": cls.summary,
                         "summary_words": views.SUMMARIES.get(name, cls.summary),
                         "settings": views.settings_form(name),
-                        "opponents": opponent_choices(name)})
+                        "opponents": choices, "default_opponent": default_opponent(choices)})
         return JSONResponse({"games": out})
 
     @api
@@ -166,10 +167,12 @@ def create_app(manager: TableManager | None = None, allowed_hosts: list[str] | N
         except WebError as err:
             if name not in envs.GAMES:
                 raise
-            return JSONResponse({"valid": False, "error": err.message,
-                                 "opponents": opponent_choices(name)})
+            choices = opponent_choices(name)
+            return JSONResponse({"valid": False, "error": err.message, "opponents": choices,
+                                 "default_opponent": default_opponent(choices)})
+        choices = await run_in_threadpool(opponent_choices, name, game)
         return JSONResponse({"valid": True, "error": None, "players": game.num_players, "sides": list(game.sides),
-                             "opponents": await run_in_threadpool(opponent_choices, name, game)})
+                             "opponents": choices, "default_opponent": default_opponent(choices)})
 
     @api
     async def guide(request: Request):

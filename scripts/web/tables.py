@@ -121,6 +121,12 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
     return out
 
 
+def default_opponent(choices: list[dict]) -> str:
+    """The opponent the setup form starts on, among ``choices`` (:func:`opponent_choices`): the game's trained bot at
+    level ``medium`` where one fits the table (the level is offered only there), else the rule-based player."""
+    return "medium" if any(c["spec"] == "medium" and c["fits"] for c in choices) else "heuristic"
+
+
 def opponent_label(game_name: str, spec: str) -> str:
     """The opponent as the setup form named it ("trained bot ppo", "hard (difficulty level)")."""
     for choice in opponent_choices(game_name):
@@ -334,8 +340,10 @@ class TableManager:
         seat = body.get("seat", 0)
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < game.num_players:
             raise WebError(400, f"\"seat\" must be a seat number from 0 to {game.num_players - 1}")
-        opponent = body.get("opponent", "heuristic")
         choices = {c["spec"]: c for c in opponent_choices(game.name, game)}
+        opponent = body.get("opponent")
+        if opponent is None:                   # as the setup form would start: the trained bot where one fits
+            opponent = default_opponent(list(choices.values()))
         if opponent not in choices:
             raise WebError(400, f"unknown opponent {opponent!r}; offered: {', '.join(choices)}")
         if not choices[opponent]["fits"]:

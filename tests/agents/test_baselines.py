@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -161,6 +162,38 @@ def test_bad_specs(spec, match):
     g = envs.game_class("pishti")(players=2)
     with pytest.raises((ValueError, FileNotFoundError), match=match):
         make_policy(spec, g)
+
+
+@pytest.mark.parametrize("spec,ok", [
+    ("ismcts:100000", True), ("ismcts:100001", "at most 100,000 iterations per move, not 100,001"),
+    ("rollout:4096", True), ("rollout:4097", "at most 4,096 worlds per move, not 4,097"),
+    ("rollout:8:ismcts:100001", "at most 100,000 iterations"),         # an inner search's budget too
+    ("endgame:1024:heuristic", True), ("endgame:1025:heuristic", "at most 1,024 worlds per move, not 1,025"),
+    ("rollout:2:rollout:2:heuristic", True),
+    ("endgame:12:rollout:4:heuristic", True),                           # tests/agents/test_endgame.py's
+    ("rollout:2:rollout:2:rollout:2:heuristic", "'rollout:2:rollout:2:rollout:2:heuristic': at most 2 searches"),
+    ("ismcts:2:" * 1000 + "random", "at most 2 searches may nest"),   # refused at the third, the rest unread
+    ("rollout:8:pishti/ppo_2p:hard", True),               # hard is a search (endgame): two in all
+    ("rollout:8:ismcts:8:pishti/ppo_2p:hard", "'rollout:8:ismcts:8:pishti/ppo_2p:hard': at most 2 searches"),
+])
+def test_search_budgets_and_nesting_have_documented_maxima(spec, ok):
+    """A spec comes from configs and other people: its work per move is bounded, each bound one line naming it
+    (agents/policies/specs.py: MAX_BUDGET, MAX_SEARCH_NESTING). Building a search costs nothing until it moves,
+    so the largest allowed ones are built here."""
+    g = envs.game_class("pishti")(players=2)
+    if ok is True:
+        make_policy(spec, g, 0)
+        return
+    with pytest.raises(ValueError, match=re.escape(ok)) as err:
+        make_policy(spec, g, 0)
+    assert "\n" not in str(err.value)
+
+
+def test_the_shipped_hard_levels_nest_within_the_maximum():
+    from kahve.agents.policies.levels import HARD, HARD_DEFAULT
+    for game, spec in [*HARD.items(), ("pishe_pasha", HARD_DEFAULT)]:
+        g = envs.game_class(game)(**({"players": 2} if game in ("pishti", "pis_yedili") else {}))
+        make_policy(spec.format(bot="heuristic"), g, 0)
 
 
 def test_random_policy_is_seeded_and_legal():

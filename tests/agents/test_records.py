@@ -12,8 +12,8 @@ import pytest
 
 from kahve import envs
 from kahve.agents.evaluation.evaluate import evaluate
-from kahve.agents.evaluation.records import (check_record, dumps, load_records, make_record, parse_records, replay_states,
-                                  write_records)
+from kahve.agents.evaluation.records import (check_record, checksum, dumps, load_records, make_record, parse_records,
+                                            replay_states, seed_deck, write_records)
 from tests.helpers import HANG_S
 
 #: a short game per engine (one deal; Pishti also a whole match, several deals)
@@ -235,3 +235,161 @@ def test_play_record_into_a_folder_keeps_the_match(tmp_path):
     assert r.returncode == 0, r.stderr
     (path,) = tmp_path.glob("pishti_4.jsonl")
     assert load_records(str(path))[0]["seed"] == 4
+
+
+# ----- records people hand each other: changed, tampered with, endless, with a byte-order mark -----------------
+def _deal_record(name: str = "pishti", seed: int = 1, **settings):
+    """A checksummed record of one random deal, and its game."""
+    game = envs.game_class(name)(**({"players": 2, "episode": "deal"} if name == "pishti" else settings))
+    actions, _, final = _play(game, seed)
+    return game, make_record(game, seed, actions, final)
+
+
+def _older(record: dict) -> dict:
+    """The record as a kahve before checksums wrote it."""
+    return {k: v for k, v in record.items() if k != "checksum"}
+
+
+def test_every_record_kahve_writes_has_a_checksum_that_only_its_content_gives(tmp_path):
+    game, record = _deal_record()
+    assert record["checksum"] == checksum(record) and record["checksum"].startswith("sha256:")
+    # evaluate's records are built by build_record: they carry one too
+    report = evaluate("pishti", "random", "random", games=2, settings={"players": 2, "episode": "deal"}, seed=3,
+                      record_dir=str(tmp_path))
+    assert all(r["checksum"] == checksum(r) for r in load_records(report["records"]))
+    # the same content written another way (keys reordered, spaced out) is the same record, not a changed one
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(dict(sorted(record.items(), reverse=True)), indent=None, separators=(", ", ": ")))
+    assert load_records(str(other)) == [record]
+
+
+def test_a_move_changed_to_another_legal_one_with_the_same_outcome_is_named_changed(tmp_path):
+    game, record = _deal_record()
+    actions = record["actions"]
+    states = replay_states(record)
+    edited = None                       # the latest decision that has another legal move ending the same way
+    for k in range(len(actions) - 1, -1, -1):
+        for alt in states[k].legal_actions():
+            candidate = actions[:k] + [alt] + actions[k + 1:]
+            if alt != actions[k] and _replays(_older({**record, "actions": candidate})):
+                edited = {**record, "actions": candidate}
+                break
+        if edited:
+            break
+    assert edited is not None
+    # without the checksum (an older record) the edit cannot be seen: the game is legal and ends as recorded
+    check_record(_older(edited))
+    with pytest.raises(ValueError, match=r"^f.jsonl line 1: the record was changed after it was written "
+                                         r"\(checksum sha256:"):
+        parse_records([dumps(edited)], "f.jsonl")
+    # an edit that breaks the replay says both: that the file was changed, and what no longer replays
+    broken = {**record, "actions": actions[:-1]}
+    msg = _error([dumps(broken)])
+    assert "changed after it was written" in msg and "not over after all" in msg
+    # a damaged checksum is a corrupt record, not a changed one
+    assert "\"checksum\" must be \"sha256:\" and 64 hex digits" in _error([dumps({**record, "checksum": "md5:x"})])
+    # through the command line: one line on stderr, exit status 2, nothing replayed
+    path = tmp_path / "edited.jsonl"
+    path.write_text(dumps(edited) + "\n")
+    done = _cli("replay", str(path), stdin="q\n")
+    assert done.returncode == 2 and "changed after it was written (checksum sha256:" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "position 0" not in done.stdout
+
+
+def _replays(record: dict) -> bool:
+    try:
+        replay_states(record)
+        return True
+    except ValueError:
+        return False
+
+
+def _swapped(cards: list, i: int, j: int) -> list:
+    cards = list(cards)
+    cards[i], cards[j] = cards[j], cards[i]
+    return cards
+
+
+@pytest.mark.parametrize("name,tamper", [
+    ("pishti", lambda d: _swapped(d, 0, 1)),               # two of the face-down opening cards
+    ("pishti", lambda d: _swapped(d, 50, 51)),             # the last two stock cards (both to one hand)
+    ("pishe_pasha", lambda d: d[26:] + d[:26]),            # the two stocks exchanged
+], ids=["pishti-face-down", "pishti-last-stock", "pishe_pasha-stocks"])
+def test_a_deck_the_seed_does_not_deal_is_refused_as_tampered(name, tamper):
+    game, record = _deal_record(name, episode="deal", skip_single_choice=False)
+    card = game.state_class.card_str
+    dealt = [card(c) for c in seed_deck(game, record["seed"])]
+    # the seed's own deck, spelled out in an older record, is no tampering
+    check_record({**_older(record), "deck": dealt})
+    tampered = {**_older(record), "deck": tamper(dealt)}
+    if name == "pishti":                # these swaps change nothing a replay can see: only the seed can tell
+        replay_states(tampered, game=game)
+    with pytest.raises(ValueError, match=rf"^f.jsonl line 1: tampered with: its \"deck\" is not the one seed "
+                                         rf"{record['seed']} deals"):
+        parse_records([dumps(tampered)], "f.jsonl")
+    # in a checksummed record the same deck is a change after writing
+    assert "changed after it was written" in _error([dumps({**record, "deck": tamper(dealt)})])
+    # a preset deck that kahve wrote (and checksummed) is no tampering: the checksum vouches for it
+    check_record(make_record(game, record["seed"], _play(game, record["seed"], tamper(dealt))[0],
+                             deck=tamper(dealt)))
+
+
+@pytest.mark.parametrize("name,settings", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_seed_deck_is_the_deck_the_engine_deals_for_the_seed(name, settings):
+    """seed_deck mirrors the engine's first shuffle: if the engine changed how a seed becomes a deck, the tampering
+    check above would refuse honest records; this says so first."""
+    game = envs.game_class(name)(**settings)
+    for seed in (0, 7, 2**63 + 11):
+        deck = seed_deck(game, seed)
+        assert game.new_state(seed, deck).to_dict() == game.new_state(seed).to_dict()
+        assert game.new_state(seed, _swapped(deck, 0, len(deck) - 1)).to_dict() != game.new_state(seed).to_dict()
+
+
+def test_a_record_file_is_read_only_when_it_is_a_regular_file_of_bounded_size(tmp_path, monkeypatch):
+    from kahve.agents.evaluation import records
+    if os.path.exists("/dev/zero"):     # an endless file: refused at once, never read to its end
+        # with its memory capped, so that a kahve which reads it anyway fails here instead of filling the machine
+        done = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "replay", "/dev/zero"], capture_output=True,
+                              text=True, timeout=HANG_S, preexec_fn=_cap_memory)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+        assert "kahve replay: error: /dev/zero: not a regular file" in done.stderr
+    line = dumps(_deal_record()[1])
+    path = tmp_path / "games.jsonl"
+    path.write_text(line + "\n")
+    monkeypatch.setattr(records, "MAX_FILE_BYTES", len(line))   # the limit, one byte short of this file
+    with pytest.raises(ValueError, match=f"larger than {len(line):,} bytes, the most a record file may have"):
+        load_records(str(path))
+
+
+def _cap_memory() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))      # 1 GiB: kahve replay needs a small part
+
+
+def test_a_byte_order_mark_before_a_record_is_no_content(tmp_path):
+    game, record = _deal_record()
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + dumps(record).encode() + b"\n")     # as some Windows editors save it
+    assert load_records(str(path)) == [record]
+    done = _cli("replay", str(path), stdin="q\n")
+    assert done.returncode == 0, done.stderr
+    assert "position 0" in done.stdout and "no checksum" not in done.stdout
+    path.write_bytes(b"\xef\xbb\xbf" + dumps(_older(record)).encode() + b"\n")   # an older record: loads, noted
+    done = _cli("replay", str(path), stdin="q\n")
+    assert done.returncode == 0 and "note: this record has no checksum" in done.stdout
+
+
+@pytest.mark.parametrize("where", ["proc", "under_a_file", "folder_of_a_file"])
+def test_play_refuses_a_record_path_it_could_not_write_before_the_match(where, tmp_path):
+    """Found only after the match, a bad --record path would cost the person the game they just played."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    path = {"proc": "/proc", "under_a_file": str(tmp_path / "notes.txt" / "sub" / "games.jsonl"),
+            "folder_of_a_file": str(tmp_path / "notes.txt" / "sub")}[where]
+    if where == "proc" and not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc on this system")
+    done = _cli("play", "pishti", "--settings", "players=2", "episode=deal", "--bot", "random", "--seed", "4",
+                "--record", path, stdin="0\n" * 60)
+    assert done.returncode == 2 and "kahve play: error: --record " in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "your moves" not in done.stdout              # refused before the first card
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"

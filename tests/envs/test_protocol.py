@@ -6,6 +6,7 @@ protocol test in test_determinize.py.)"""
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -163,10 +164,44 @@ def test_bad_game_names_and_nested_ish_reflex_are_clear_errors():
         envs.game_class("ish")(players=2, reflex=[[1, 1], [1, 1]])
 
 
-def test_an_unknown_reset_option_is_a_warning_and_changes_nothing():
+@pytest.mark.parametrize("options,match", [
+    ("deck", "reset options must be a dict such as {'deck': [...]}, not str 'deck'"),
+    ([1, 2], "reset options must be a dict such as {'deck': [...]}, not list [1, 2]"),
+    ({"dek": ["7H"]}, "unknown reset option(s) 'dek'; the only option is 'deck'"),       # a typo of "deck"
+    ({"deck": None, "seed": 3}, "unknown reset option(s) 'seed'; the only option is 'deck'"),
+])
+def test_bad_reset_options_are_one_line_naming_the_one_option_and_change_nothing(options, match):
+    """A mistyped option ignored would silently deal another deck than the one asked for."""
     env = envs.make("pishti", players=2)
     env.reset(seed=3)
     want = env.unwrapped.state.to_dict()
-    with pytest.warns(UserWarning, match=r"ignoring unknown reset option\(s\) \['dek'\]"):
-        env.reset(seed=3, options={"dek": ["7H"]})
+    with pytest.raises(ValueError, match=re.escape(match)) as err:
+        env.reset(seed=3, options=options)
+    assert "\n" not in str(err.value)
     assert env.unwrapped.state.to_dict() == want
+    # PettingZoo's api_test probes reset's signature with options={"options": 1}: still a plain reset
+    env.reset(seed=3, options={"options": 1})
+    assert env.unwrapped.state.to_dict() == want
+
+
+def test_an_unknown_agent_is_one_line_naming_the_agents():
+    env = envs.make("pis_yedili", players=3)
+    env.reset(seed=0)
+    for method in (env.observe, env.observation_space, env.action_space, env.unwrapped.observe):
+        for bad in ("player_3", "bob", 0, None, ["player_0"]):
+            with pytest.raises(ValueError, match=re.escape(f"{bad!r} is not an agent of this pis_yedili table; its "
+                                                           "agents are player_0, player_1, player_2")):
+                method(bad)
+    assert env.observation_space("player_2") is env.observation_space("player_0")     # the good ones still work
+
+
+def test_describe_action_reads_only_integer_action_ids():
+    """'3', 3.0 and True are not action 3: a caller that passes them has a bug that a silent int() would hide."""
+    env = envs.make("pishti", players=2)
+    env.reset(seed=0)
+    legal = env.unwrapped.state.legal_actions()
+    for bad in (str(legal[0]), float(legal[0]), True, None, [legal[0]]):
+        with pytest.raises(ValueError, match=r"is not an action id of pishti \(an int or NumPy integer from 0 to 51"):
+            env.unwrapped.describe_action(bad)
+    for good in (legal[0], np.int64(legal[0]), np.int8(legal[0])):
+        assert env.unwrapped.describe_action(good) == env.unwrapped.state.describe_action(legal[0])

@@ -401,3 +401,39 @@ def test_ish_slots_never_overlap(server, browser):
         for b in rects[i + 1:]:
             assert a[2] <= b[0] + 0.5 or b[2] <= a[0] + 0.5 or a[3] <= b[1] + 0.5 or b[3] <= a[1] + 0.5, (a, b)
     assert "take a face-down card" in browser.find_element(By.ID, "ish-center").text.lower()
+
+
+def test_the_form_starts_on_the_trained_bot_where_one_fits(server, browser, monkeypatch, tmp_path):
+    """The setup form pre-selects the game's trained bot (medium) where one fits the table and the rule-based
+    player elsewhere, following the table as it changes; a pick of the person's own stays."""
+    from kahve.scripts.web import tables
+    from tests.scripts.test_play_default import ship_only
+    ship_only(monkeypatch, tmp_path, "pishti/ppo_2p", "pasur/ppo")      # no bot for 4 Pişti players, however many ship
+    monkeypatch.setattr(tables, "_LEVELS_OK", {})
+    browser.get(f"{server.url}/static/cards.js")
+    browser.execute_script("localStorage.clear()")            # no pick kept from an earlier test's match
+
+    def selected(players: int, expected: str) -> None:
+        deadline = time.monotonic() + HANG_S
+        while True:
+            value, seats = browser.execute_script(
+                "return [document.getElementById('opponent-select').value,"
+                " document.getElementById('seat-select').options.length]")
+            if (value, seats) == (expected, players) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (value, seats) == (expected, players)
+
+    fresh_page(browser, server, "fast=1&game=pishti")
+    wait_state(browser, ("setup",))
+    selected(4, "heuristic")                                  # Pişti's default table: no trained bot fits
+    set_field(browser, "players", "2")
+    selected(2, "medium")
+    set_field(browser, "players", "4")
+    selected(4, "heuristic")
+    browser.execute_script("document.getElementById('opponent-select').value = 'random'")
+    set_field(browser, "players", "2")
+    selected(2, "random")
+    fresh_page(browser, server, "fast=1&game=pasur")
+    wait_state(browser, ("setup",))
+    selected(2, "medium")

@@ -17,7 +17,7 @@ import random
 
 import numpy as np
 
-from ..files import load_npz, load_tensors, save_npz
+from ..files import check_finite, load_npz, load_tensors, save_npz, save_tensors
 from ..run_dir import Checkpoint
 from ..session import random_states, set_random_states
 
@@ -52,14 +52,25 @@ def restore_learner(ck: Checkpoint, state: dict, model, vec, seed: int, log=prin
     if isinstance(env_states, list) and len(env_states) == vec.num_envs:
         for i, s in enumerate(env_states):
             try:
+                check_env_state(s)
                 vec.env_method("set_rng_state", s, indices=[i])
-            except (KeyError, TypeError, ValueError) as err:
+            except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
                 raise ValueError(f"{ck.state_file}: env {i}'s random state is wrong ({err})") from None
     else:
         # not saved (Ctrl-C with env processes) or another n_envs: new streams, so new deals
         for i in range(vec.num_envs):
             version, internal, gauss = random.Random(f"{seed}/{i}/{state['steps']}").getstate()
             vec.env_method("set_rng_state", {"episodes": 0, "rng": [version, list(internal), gauss]}, indices=[i])
+
+
+def check_env_state(state) -> None:
+    """An env's random state as :meth:`~..view.learner_env.LearnerEnv.get_rng_state` writes it (episodes played,
+    Python's stream), or a ``ValueError``: checked before any env takes it."""
+    if not (isinstance(state, dict) and isinstance(state.get("episodes"), int) and state["episodes"] >= 0
+            and isinstance(state.get("rng"), list) and len(state["rng"]) == 3):
+        raise ValueError("expected {episodes: N, rng: [version, internal state, gauss]}")
+    random.Random().setstate((state["rng"][0], tuple(state["rng"][1]), state["rng"][2]))      # raises if it is not one
+
 
 #: model attributes that carry a run's progress (beyond its weights); the rest comes from the config
 COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_current_progress_remaining")
@@ -74,7 +85,12 @@ BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "don
 def save_model(model, ck: Checkpoint) -> dict:
     """Write the weights and optimizer state; return the counters (for state.json)."""
     import torch
-    torch.save({"parameters": model.get_parameters(), "torch_rng": torch.get_rng_state()}, ck.weights)
+    params = model.get_parameters()
+    for name, tensors in params.items():        # diverged weights never replace the checkpoint before
+        if not name.endswith("optimizer"):
+            check_finite(tensors, f"the network at {model.num_timesteps:,} steps ({name})",
+                         "the training diverged; not saved, the checkpoint before is kept")
+    save_tensors(ck.weights, {"parameters": params, "torch_rng": torch.get_rng_state()})
     names = COUNTERS + (COUNTERS_DQN if hasattr(model, "exploration_rate") else ())
     counters = {name: getattr(model, name) for name in names}
     counters["ep_info_buffer"] = [{k: float(v) for k, v in info.items()} for info in (model.ep_info_buffer or [])]
@@ -89,9 +105,14 @@ def restore_model(model, ck: Checkpoint, counters: dict) -> None:
     expected = set(model._get_torch_save_params()[0])
     if not isinstance(params, dict) or set(params) != expected:
         raise ValueError(f"{ck.weights}: expected the parameters of {', '.join(sorted(expected))}")
+    _check_finite_parameters(params, ck.weights)
     _set_parameters(model, params, True, f"{ck.weights}: the weights do not fit the network of config.yaml")
     if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8:
-        torch.set_rng_state(rng.cpu())
+        try:
+            torch.set_rng_state(rng.cpu())
+        except RuntimeError as err:        # (a state of another size)
+            raise ValueError(f"{ck.weights}: torch's random state is wrong ({str(err).splitlines()[0][:200]})") \
+                from None
     from collections import deque
     try:
         for name in COUNTERS + (COUNTERS_DQN if hasattr(model, "exploration_rate") else ()):
@@ -115,6 +136,7 @@ def start_from(model, ck: Checkpoint) -> None:
     params = data.get("parameters")
     if not isinstance(params, dict) or "policy" not in params:
         raise ValueError(f"{ck.weights}: expected the parameters of a policy")
+    _check_finite_parameters({"policy": params["policy"]}, ck.weights)
     _set_parameters(model, {"policy": params["policy"]}, False,
                     f"{ck.weights}: the weights do not fit this config's network")
 
@@ -153,6 +175,13 @@ def copy_mlp(mlp, layers: list, scores, source: str) -> None:
             layer.bias.copy_(th.as_tensor(np.array(b)))
         if scores is not None:
             scores.weight.copy_(th.as_tensor(np.array(mlp.feature_weights)) / GAIN)
+
+
+def _check_finite_parameters(params: dict, source) -> None:
+    """Refuse a checkpoint whose network (not its optimizer's statistics) holds a NaN or an infinity."""
+    for name, tensors in params.items():
+        if not name.endswith("optimizer") and isinstance(tensors, dict):
+            check_finite(tensors, source)
 
 
 def _set_parameters(model, params: dict, exact: bool, refusal: str) -> None:

@@ -355,14 +355,16 @@ class MaskedDQN(DQN):
         return large_margin_loss(self.q_net(d["obs"][idx]), d["masks"][idx], d["actions"][idx], self.margin).mean()
 
     def fit_demonstrations(self, data: dict, epochs: int, batch_size: int, learning_rate: float, seed: int,
-                           log=print, progress=None) -> dict:
+                           log=print, progress=None, start: dict | None = None, on_epoch=None) -> dict:
         """Fit the Q-network to a teacher's demonstrations (:func:`~.pretrain.collect_demonstrations`: the
         teacher's observations, masks, actions and discounted returns, in game points): DQfD's large-margin
         loss (``margin``, in scaled points) makes the teacher's action the greedy one, and a regression of
         ``Q(s, a_teacher)`` on the teacher's return (scaled) gives the values the bootstrap then starts from
         (``Q`` of the teacher's policy). The target network is synced at the end. Returns the final epoch's
         statistics, named as behaviour cloning names them (policy loss: the margin loss; value loss: the
-        regression)."""
+        regression). ``start`` and ``on_epoch``: a fit that goes on after the epochs it had done, and what is called
+        after each (:func:`~..pretrain.behaviour_clone`)."""
+        from ..pretrain import resume_fit
         policy = self.policy
         device = policy.device
         obs = th.as_tensor(data["obs"], device=device)
@@ -371,17 +373,17 @@ class MaskedDQN(DQN):
         returns = th.as_tensor(data["returns"], device=device).float() * self.reward_scale
         optimizer = th.optim.Adam(self.q_net.parameters(), lr=learning_rate)
         rng = np.random.default_rng(seed)
+        first, stats = resume_fit(optimizer, rng, start)
         n = len(actions)
         self.q_net.set_training_mode(True)
-        stats: dict = {}
         batches = -(-n // batch_size)
-        for epoch in range(epochs):
+        for epoch in range(first, epochs):
             order = rng.permutation(n)
             total_margin = total_value = 0.0
-            for b, start in enumerate(range(0, n, batch_size)):
+            for b, begin in enumerate(range(0, n, batch_size)):
                 if progress:                      # progress(done, total): minibatches of all epochs
                     progress(epoch * batches + b, epochs * batches)
-                idx = th.as_tensor(order[start:start + batch_size], device=device)
+                idx = th.as_tensor(order[begin:begin + batch_size], device=device)
                 q = self.q_net(obs[idx])
                 margin = large_margin_loss(q, masks[idx], actions[idx], self.margin).mean()
                 q_e = q.gather(1, actions[idx].reshape(-1, 1))
@@ -400,6 +402,8 @@ class MaskedDQN(DQN):
                      "accuracy": acc}
             log(f"demonstrations epoch {epoch + 1}/{epochs}: margin loss {stats['policy_loss']:.3f}, "
                 f"value loss {stats['value_loss']:.3f}, agreement with the teacher {acc:.1%}")
+            if on_epoch is not None:
+                on_epoch(epoch + 1, optimizer, rng, stats)
         self.q_net.set_training_mode(False)
         self.q_net_target.load_state_dict(self.q_net.state_dict())
         if self.demo_weight > 0:

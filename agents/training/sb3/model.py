@@ -11,6 +11,7 @@ import signal
 
 from kahve import envs
 
+from ..tables import table_settings
 from ..run_dir import Checkpoint, RunDir
 from ..view.learner_env import LearnerEnv
 from ..view.opponents import OpponentPool
@@ -34,15 +35,16 @@ def sync_vec_env(cfg: dict, pool: OpponentPool):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
     from .vec_env import BatchedVecEnv, ScaledRewardMonitor, SharedMemoryVecEnv, default_workers
     layout, n = cfg["vec_env"], cfg["n_envs"]
+    settings = table_settings(cfg)
     seeds = [cfg["seed"] * 1000 + i for i in range(n)]
     scale = ppo_reward_scale(cfg)
     if layout == "batched":
-        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], cfg["settings"], pool, seeds), scale)
+        return ScaledRewardMonitor(BatchedVecEnv(cfg["game"], settings, pool, seeds), scale)
     if layout == "shared":
         workers = cfg.get("env_workers") or default_workers()
-        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], cfg["settings"], pool, seeds, workers), scale)
+        return ScaledRewardMonitor(SharedMemoryVecEnv(cfg["game"], settings, pool, seeds, workers), scale)
     subprocesses = layout == "subproc" and n > 1
-    fns = [_make_env(cfg["game"], cfg["settings"], pool, s, subprocesses) for s in seeds]
+    fns = [_make_env(cfg["game"], settings, pool, s, subprocesses) for s in seeds]
     if subprocesses:
         vec = SubprocVecEnv(fns, start_method="forkserver")
     else:

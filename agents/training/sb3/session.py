@@ -158,6 +158,7 @@ def train(cfg: dict, resume_dir: str | None = None, progress: bool = True, log=p
     torch.set_num_threads(limit_threads(cfg["torch_threads"]))
     with opened_run(cfg, resume_dir, log) as (run, checkpoint):
         layout = cfg["vec_env"] + (", rollouts collected in a second process" if cfg["async_rollouts"] else "")
-        log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']} for {cfg['total_timesteps']:,} steps "
-            f"with {cfg['n_envs']} envs ({layout}); run folder {run}; TensorBoard: tensorboard --logdir {run.tb}")
+        tables = f" and {len(cfg['tables'])} more tables {cfg['tables']}" if cfg["tables"] else ""
+        log(f"training {cfg['algorithm']} on {cfg['game']} {cfg['settings']}{tables} for {cfg['total_timesteps']:,} "
+            f"steps with {cfg['n_envs']} envs ({layout}); run folder {run}; TensorBoard: tensorboard --logdir {run.tb}")
         return Sb3Session(cfg, run, checkpoint, log=log).run(progress=progress)

@@ -43,9 +43,10 @@ from ..view.opponents import OpponentPool
 
 
 def _spaces(game: str, settings: dict):
-    """(observation space, action space, game, observation size) of the learner's view (:class:`LearnerEnv`)."""
+    """(observation space, action space, game, observation size) of the learner's view (:class:`LearnerEnv`); with
+    a list of tables, the first's (they share the sizes)."""
     from kahve import envs
-    g = envs.game_class(game)(**(settings or {}))
+    g = envs.game_class(game)(**((settings[0] if isinstance(settings, list) else settings) or {}))
     size = g.observation_size
     return gym.spaces.Box(g.obs_low, g.obs_high, (size,), np.float32), gym.spaces.Discrete(g.num_actions), g, size
 

@@ -10,6 +10,10 @@ repeated in ``info``: SB3's ``DummyVecEnv`` deep-copies every info dict on every
 Opponents come from an :class:`~.opponents.OpponentPool`: each episode draws one policy per opponent side; the
 env builds its own policies (seeded from its own stream), so its games never depend on other envs.
 
+A list of settings is a list of tables (the config's ``tables``): episode ``e`` is dealt at table ``e mod T``, and
+the learner's side turns once every ``T`` episodes, so that it plays every side of every table. The tables share
+the observation and action sizes (the config checks it), so one network learns them all.
+
 ``reset()`` and ``step()`` are each one generator (:meth:`LearnerEnv.reset_steps`,
 :meth:`LearnerEnv.step_steps`) driven to its end: it yields a network opponent whenever one is to move, and
 takes that opponent's action back. Here the answer is the opponent's own ``act``;
@@ -33,10 +37,11 @@ from ...policies.base import decide
 class LearnerEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
-    def __init__(self, game: str, settings: dict | None = None, pool: OpponentPool | None = None,
+    def __init__(self, game: str, settings: dict | list[dict] | None = None, pool: OpponentPool | None = None,
                  seed: int | None = None, render_mode: str | None = None):
-        self.game = envs.game_class(game)(**(settings or {}))
-        g = self.game
+        tables = settings if isinstance(settings, list) else [settings or {}]
+        self.games = [envs.game_class(game)(**table) for table in tables]
+        self.game = g = self.games[0]         # the table of the episode under way
         self.observation_space = gym.spaces.Box(g.obs_low, g.obs_high, (g.observation_size,), np.float32)
         self.action_space = gym.spaces.Discrete(g.num_actions)
         self.pool = pool or OpponentPool([("random", 1.0)])
@@ -49,13 +54,17 @@ class LearnerEnv(gym.Env):
         self._opponents: list = []
         self._entries: list = []           # per side: the pool entry its opponent was drawn from (None: learner)
         self._batched: list[bool] = []     # per side: its opponent is a network, asked through the generator
-        self._policies: dict = {}          # this env's opponent policies, by pool entry (built on first draw)
+        self._policies = self._no_policies()   # per table: this env's opponent policies, by pool entry (built on
+        #                                        first draw: a policy is built for its table's game)
 
     # ----- opponents ---------------------------------------------------------------------------------
+    def _no_policies(self) -> list[dict]:
+        return [{} for _ in self.games]
+
     def set_pool(self, pool: OpponentPool) -> None:
         """Replace the opponent pool (e.g. when self-play adds a snapshot); applies from the next episode."""
         self.pool = pool
-        self._policies = {}
+        self._policies = self._no_policies()
 
     def set_pool_weights(self, weights: list[float]) -> None:
         """New draw weights for the same opponents (the league's reweighting); the policies built so far stay."""
@@ -129,16 +138,18 @@ class LearnerEnv(gym.Env):
         super().reset(seed=seed)
         if seed is not None:
             self._rng = random.Random(seed)
-        g = self.game
         deck = (options or {}).get("deck")
         while True:
-            self.learner_side = self._episodes % g.num_sides
+            table, turn = self._episodes % len(self.games), self._episodes // len(self.games)
+            self.game = g = self.games[table]
+            self.learner_side = turn % g.num_sides
             self._episodes += 1
             self._entries, self._opponents = [], []
+            built = self._policies[table]
             for side in range(g.num_sides):     # per side: draw an entry, then build its policy (in this order)
                 k = None if side == self.learner_side else self.pool.draw_index(self._rng)
                 self._entries.append(k)
-                self._opponents.append(None if k is None else self.pool.policy(k, self._rng, g, self._policies))
+                self._opponents.append(None if k is None else self.pool.policy(k, self._rng, g, built))
             self._batched = [p is not None and batch_group(p) is not None for p in self._opponents]
             for p in self._opponents:
                 if p is not None and hasattr(p, "reset"):

@@ -8,7 +8,7 @@ const SEED = /^\d+$/.test(QUERY.get("seed") || "") ? Number(QUERY.get("seed")) :
 const PACE = {slow: 1100, normal: 650, quick: 250};
 
 const S = {games: {}, order: [], game: null, check: null, tableId: null, view: null, busy: false, picker: null,
-           said: {}, thinking: null};
+           said: {}, thinking: null, defaultOpponent: null};
 
 const $ = id => document.getElementById(id);
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -108,7 +108,7 @@ function selectGame(name) {
   const table = $("table-settings"), house = $("house-settings");
   table.innerHTML = ""; house.innerHTML = "";
   for (const f of g.settings) (TABLE_SETTINGS.includes(f.name) ? table : house).appendChild(fieldFor(f));
-  fillOpponents(g.opponents);
+  fillOpponents(g.opponents, g.default_opponent);
   check().then(() => { if (!$("rules").hidden && !S.tableId) loadRules(); });
 }
 
@@ -130,9 +130,13 @@ function collectSettings() {
   return out;
 }
 
-function fillOpponents(list) {
+function fillOpponents(list, dflt) {
   const sel = $("opponent-select");
-  const before = sel.value || localStorage.getItem("kahve.opponent") || "heuristic";
+  // the person's own pick (on this page, else, on a fresh form, one kept from an earlier match) where it fits this
+  // table; else the server's default, which follows the table: the game's trained bot at medium where one fits,
+  // else the rule-based player (the default is not a pick: it changes with the table)
+  const own = !sel.value ? localStorage.getItem("kahve.opponentPick")
+    : sel.value !== S.defaultOpponent ? sel.value : null;
   sel.innerHTML = "";
   let chosen = null;
   for (const o of list) {
@@ -141,12 +145,14 @@ function fillOpponents(list) {
     opt.disabled = !o.fits;
     if (!o.fits) opt.title = o.reason || "";
     sel.appendChild(opt);
-    if (o.spec === before && o.fits) chosen = o.spec;
+    if (o.spec === own && o.fits) chosen = o.spec;
   }
   if (!chosen) {
-    const first = list.find(o => o.fits && o.spec === "heuristic") || list.find(o => o.fits);
+    const first = list.find(o => o.fits && o.spec === dflt) || list.find(o => o.fits && o.spec === "heuristic")
+      || list.find(o => o.fits);
     chosen = first ? first.spec : "";
   }
+  S.defaultOpponent = dflt;
   sel.value = chosen;
   const unfit = list.filter(o => !o.fits);
   $("opponent-note").textContent = unfit.length
@@ -172,7 +178,7 @@ async function check() {
     if (two) partners.checked = false;
     partners.disabled = two;
   }
-  fillOpponents(res.opponents);
+  fillOpponents(res.opponents, res.default_opponent);
   const seatSel = $("seat-select");
   const keep = seatSel.value;
   seatSel.innerHTML = "";
@@ -191,7 +197,9 @@ async function start() {
   const body = {game: S.game, settings: collectSettings(), seat: Number($("seat-select").value || 0),
                 opponent: $("opponent-select").value};
   if (SEED !== null) body.seed = SEED;
-  localStorage.setItem("kahve.opponent", body.opponent);
+  // keep a pick the person made; starting on the default forgets an old pick, so the default applies again
+  if (body.opponent === S.defaultOpponent) localStorage.removeItem("kahve.opponentPick");
+  else localStorage.setItem("kahve.opponentPick", body.opponent);
   S.busy = true;
   setState("busy");
   const btn = $("start");
