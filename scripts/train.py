@@ -11,7 +11,9 @@ def add_arguments(parser) -> None:
                         help="change config keys, e.g. total_timesteps=1000 ppo.learning_rate=1e-4")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint "
                                                             "(overrides may change its budget, not its network)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress view (on a terminal: the phase under way, one bar for the whole run or "
+                             "recipe and its time left)")
 
 
 def _stop_like_ctrl_c(signum, frame):

@@ -20,8 +20,12 @@ def test_bench_reports_every_figure_as_json(tmp_path, capsys):
             assert row[key]["per_s"] > 0 and row[key]["min"] <= row[key]["per_s"] <= row[key]["max"]
         assert row["aec_vs_ceiling"] > 0
     assert data["games"]["pishti"]["engine_vs_pishti"] == 1.0
+    # an appraised game's AEC loop is also measured with the plain observation; a game without an appraisal's not
+    assert data["games"]["pishti"]["aec_plain"]["per_s"] > 0 and data["games"]["pishti"]["aec_plain_vs_ceiling"] > 0
+    assert "aec_plain" not in data["games"]["ish"]
     assert "do-nothing AEC env (same wrapper and loop)" in data["references"]
-    assert "per-move engine speed relative to Pişti" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "per-move engine speed relative to Pişti" in out and "ceiling (plain observation)" in out
 
 
 def test_ppo_measure_times_whole_cycles_of_a_shipped_config():

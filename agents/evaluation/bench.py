@@ -1,7 +1,8 @@
 """The benchmarks behind ``kahve bench``: throughput, reported as ratios to references measured in the same run.
 
 For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZoo AEC loop
-(``agent_iter``/``last``/``step`` with masks), (c) the single-agent training view (``LearnerEnv``: observation
+(``agent_iter``/``last``/``step`` with masks; for a game whose observation is appraised, also with the plain
+observation, ``observation="plain"``), (c) the single-agent training view (``LearnerEnv``: observation
 and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
 envs (``--ppo``), in one run for each game: the shipped config, the same collected in the learner's process, and
 in worker processes (:data:`PPO_RUNS`). References in the same run: a do-nothing AEC env through the same wrapper
@@ -294,6 +295,14 @@ def _fmt(r: dict) -> str:
     return f"{r['per_s']:>12,.0f}/s  ({r['min']:,.0f}..{r['max']:,.0f})"
 
 
+def _plain_variant(name: str, settings: dict) -> dict | None:
+    """``settings`` with the plain observation, when they give another observation (a game with an appraisal
+    and its default, appraised one); else None."""
+    if envs.game_class(name)(**settings).settings.observation == "plain":
+        return None
+    return {**settings, "observation": "plain"}
+
+
 def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, ppo: bool = False,
                    peers: bool = True, print=print) -> dict:
     """Every figure of ``kahve bench`` for ``games`` (``settings_of(game)`` gives each game's settings), printed
@@ -329,9 +338,17 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
         row["aec_vs_ceiling"] = row["aec"]["per_s"] / ceiling
         if texas:
             row["aec_vs_texas_holdem"] = row["aec"]["per_s"] / texas
+        plain = _plain_variant(name, deal)
+        if plain is not None:                 # the same loop with the plain observation (no appraisal)
+            row["aec_plain"] = _timed(aec_loop(envs.make(name, **plain)), sec, rep)
+            row["aec_plain_vs_ceiling"] = row["aec_plain"]["per_s"] / ceiling
         print(f"  {name}: engine {_fmt(row['engine'])} moves, {row['engine']['episodes_per_s']:,.0f} deals/s")
+        kind = f" ({envs.game_class(name)(**deal).settings.observation} observation)" if plain is not None else ""
         print(f"  {'':<{len(name)}}  AEC    {_fmt(row['aec'])} steps = {row['aec_vs_ceiling']:.2f}x ceiling"
-              + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else ""))
+              + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else "") + kind)
+        if plain is not None:
+            print(f"  {'':<{len(name)}}  AEC    {_fmt(row['aec_plain'])} steps = {row['aec_plain_vs_ceiling']:.2f}x "
+                  "ceiling (plain observation)")
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
         if ppo:
             for key, (what, overrides) in PPO_RUNS.items():

@@ -10,7 +10,8 @@ level      policy
            search ``rollout:K,z=Z:BOT`` (:mod:`.rollout`) with its budget chosen so that the median move
            takes at most 250 ms on one core, or, in 2-player Pişti, ``endgame:K:BOT`` (:mod:`.endgame`:
            the network, and the deal's last hand solved exactly), where rollouts added nothing measurable
-           over the network and the solved last hand does (docs/search.md has the measurements)
+           over the network and the solved last hand does (docs/search.md has the measurements); in Ish
+           the network itself, which already plays the game's known optimum
 =========  ===========================================================================================
 
 Specs (:mod:`.specs`): ``BOT:LEVEL`` for a bot file or a shipped bot's name (``pishti/ppo_2p:hard``), or
@@ -33,9 +34,11 @@ EASY_TEMPERATURE = 5.0
 #: runs one of its two networks per row, Bot.batch_logits). Pişti (2 players): rollouts over the fine-tuned network
 #: added nothing measurable, the exactly solved last hand does (docs/search.md). ``drop=0.5`` (Pâsur, Pis Yedili):
 #: a move that trails the network's by half a standard error after a batch of worlds plays no more of them; the
-#: same choice as the full search in 97–98% of the decisions at about 0.6 of the time (docs/search.md)
+#: same choice as the full search in 97–98% of the decisions at about 0.6 of the time (docs/search.md). Ish: the
+#: network itself, which plays the known optimum (docs/rules.md §5e): a search cannot better it, and at 20 players
+#: rollout:64 took a median 314 ms a move
 HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:{bot}",
-        "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}"}
+        "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}", "ish": "{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 

@@ -48,7 +48,6 @@ files, policy.npz, :data:`BOT_FILE` (what the next stage starts from) and summar
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import signal
@@ -72,6 +71,8 @@ BOT_FILE = "network.onnx"
 SAVE_EVERY_S = 60
 #: ``base: previous``: the network the stage starts from (its init_from)
 PREVIOUS = "previous"
+#: ``fit.augment: suits``: the relabellings drawn from the game's symmetry for a fit (Pis Yedili has 24 in all)
+RELABELLINGS = 64
 
 LABEL_SCHEMA = {
     "seed": Field(int, None, 0, 2**31 - 1, doc="the job's deals (required; every job its own)"),
@@ -136,7 +137,7 @@ def check(section, cfg: dict, first: bool) -> dict:
         raise ValueError("config key 'distill.labels[0]': the first job gives the early decisions (its late ones "
                          "are not fitted), so it searches nothing and keeps every decision: worlds 0, late_only "
                          "false")
-    if out["fit"]["augment"] == "suits" and facts.suit_maps is None:
+    if out["fit"]["augment"] == "suits" and facts.symmetry is None:
         raise ValueError(f"config key 'distill.fit.augment': {cfg['game']} declares no suit symmetry; use none")
     out["labels"] = jobs
     return out
@@ -504,10 +505,14 @@ def fit(cfg: dict, section: dict, parts: list[dict], log=print, progress: bool =
         log(f"the network starts from {_start_from(net, cfg, game)}")
     maps = None
     if opts["augment"] == "suits":
-        facts = late_positions(cfg["game"])
-        found = [facts.suit_maps(p, game.observation_size) for p in itertools.permutations(range(4))]
-        maps = [th.tensor([m[k] for m in found]) for k in range(3)]         # maps[·][0]: the identity
-        fixed = th.from_numpy(facts.asymmetric(obs.numpy()))
+        # RELABELLINGS draws of the game's symmetry, after the identity (the rows it does not apply to keep theirs);
+        # each example is relabelled by one of them, drawn per batch
+        symmetry = late_positions(cfg["game"]).symmetry
+        drawn = [(np.arange(game.observation_size), np.arange(game.num_actions))]
+        drawn += [symmetry.draw(rng) for _ in range(RELABELLINGS)]
+        maps = [th.tensor(np.stack([m[k] for m in drawn])) for k in range(2)]
+        maps.append(th.tensor(np.stack([np.argsort(m[1]) for m in drawn])))    # the twin's label of each action
+        fixed = ~th.as_tensor(symmetry.applies(obs.numpy()))
 
     def batch(idx):
         if maps is None:
@@ -554,6 +559,7 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
     """Label (what is not labelled yet), fit, and write the network (policy.npz, :data:`BOT_FILE`) and the summary;
     Ctrl-C keeps the labels and returns a summary with ``interrupted`` (``kahve train --resume`` goes on)."""
     from ..policies.bot import export_onnx
+    from ..progress import phase
     run.create()
     with run.lock():
         run.write_config(cfg)
@@ -568,7 +574,9 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
                        if label_path(run, i).exists())
 
         try:
-            label_all(jobs, run, section["workers"], progress, log)
+            # the phases of the recipe's progress view (plan.distill_phases); the work's own bars count into them
+            with phase("labels", "labelling", progress, own_bar=False):
+                label_all(jobs, run, section["workers"], progress, log)
             parts = [read_labels(label_path(run, i)) for i in range(len(jobs))]
             records = [{"file": label_path(run, i).name, "labels": len(p["actions"]), "late": int(p["late"].sum()),
                         "changed": int(p["dev"].sum()), "seconds": round(float(p["seconds"]), 1)}
@@ -577,7 +585,8 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
                 log(f"labels {i + 1}: {r['labels']:,}, {r['late']:,} late, {r['changed']:,} changed by the search "
                     f"({r['seconds']:.0f} s)")
             t = time.perf_counter()
-            mlp, fitted, held_out = fit(cfg, section, parts, log, progress)
+            with phase("fit", "fitting", progress, own_bar=False):
+                mlp, fitted, held_out = fit(cfg, section, parts, log, progress)
             fit_seconds = time.perf_counter() - t
         except KeyboardInterrupt:
             labelled = sum(min(_labelled(label_path(run, i), job), job["count"]) for i, job in enumerate(jobs))

@@ -683,6 +683,7 @@ def fit(cfg: dict, section: dict, jobs: list[TreeJob], main, main_hash: str, run
 def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print) -> dict:
     """Solve the tree jobs, fit the expert, write the bot; resumable (see the module's docstring). Returns the
     stage's summary (``interrupted`` if Ctrl-C stopped it: what was done is saved)."""
+    from ..progress import phase
     run.create()
     with run.lock():
         before = run.read_summary() or {}
@@ -700,10 +701,14 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
             save_npz_atomic(run.policy, main.to_arrays())
             log(f"the main network: {cfg['init_from']} (hash {main_hash})")
             jobs = tree_jobs(cfg, section, main_hash)
-            if not solve_trees(cfg, jobs, section["workers"], run, progress, log):
+            # the phases of the recipe's progress view (plan.expert_phases); the work's own bars count into them
+            with phase("trees", "solving last hands", progress, own_bar=False):
+                solved = solve_trees(cfg, jobs, section["workers"], run, progress, log)
+            if not solved:
                 log("stopped: the tree jobs saved the rounds they solved")
                 return summary(interrupted=True)
-            expert, nodes, epochs, scores = fit(cfg, section, jobs, main, main_hash, run, progress, log)
+            with phase("fit", "fitting the expert", progress, own_bar=False):
+                expert, nodes, epochs, scores = fit(cfg, section, jobs, main, main_hash, run, progress, log)
             write_bot(cfg, section, main, expert, nodes, epochs, run.root / BOT_FILE)
         except KeyboardInterrupt:
             log("stopped: what was solved is saved, and the fit goes on from its last epoch")

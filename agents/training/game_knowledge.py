@@ -21,11 +21,13 @@ from ..policies.card_attention import CardLayout
 
 @dataclass(frozen=True)
 class Symmetry:
-    """Relabellings of the cards that keep every legal move and every value (with their cards renamed).
-    ``draw(rng)``: index arrays ``(obs_source, action_source)`` of one random relabelling, so that the relabelled
-    observation is ``obs[:, obs_source]`` and the relabelled per-action numbers ``row[:, action_source]``;
-    ``applies(obs)``: per observation row (a torch tensor), whether its relabelled twin is a decision the engine
-    poses (else the row is kept as it is)."""
+    """Relabellings of the cards that keep every legal move and every value (with their cards renamed), as the
+    ``expert`` and ``distill`` stages read them to multiply their examples.
+    ``draw(rng)`` (a numpy Generator): index arrays ``(obs_source, action_source)`` of one random relabelling, so
+    that the relabelled observation is ``obs[:, obs_source]`` and the relabelled per-action numbers (the legal mask,
+    the values) ``row[:, action_source]``: the relabelled twin's action ``a`` is the original's ``action_source[a]``;
+    ``applies(obs)``: per observation row (a numpy array or torch tensor), whether its relabelled twin is a decision
+    the engine poses (else the row is kept as it is)."""
     draw: Callable
     applies: Callable
 
@@ -119,49 +121,45 @@ def last_hand(game: str) -> LastHand:
 # ----- late positions: where a search is affordable (the distill stage, :mod:`.distill`) ----------------------------------------------
 @dataclass(frozen=True)
 class LatePositions:
-    """Where a search is affordable and gains (the distill stage labels there with a search), and the suit symmetry
-    of the fit, in the form the distill stage reads."""
+    """Where a search is affordable and gains (the distill stage labels there with a search), and the relabellings of
+    the cards that the fit may draw (``fit.augment: suits``)."""
     #: (state, seat, legal) -> whether the decision is late: where the search gains and is affordable
     is_late: Callable
-    #: (perm, observation_size) -> (observation sources, mask sources, action map) of the suit permutation
-    #: ``perm`` (new suit of each suit): ``obs[src]`` is the permuted deal's observation, ``mask[mask_src]`` its
-    #: mask, ``action[a]`` the permuted deal's action for ``a``; None: no suit symmetry
-    suit_maps: Callable | None = None
-    #: (observations [n, size]) -> bool [n]: the rows where a permutation is no symmetry (kept as they are)
-    asymmetric: Callable | None = None
+    symmetry: Symmetry | None = None
 
 
 def _pis_yedili() -> LatePositions:
     from kahve.envs.pis_yedili.rules import (DRAW, FIRST_ROUND, MOVE_FEATURES, NUM_ACTIONS, OBS_DISCARD, OBS_MOVES,
-                                             OBS_NAMED_SUIT, OBS_PHASE, OBS_TOP, PLAY_J)
+                                             OBS_NAMED_SUIT, OBS_PHASE, OBS_SIZE, OBS_TOP, PLAY_J)
 
     def is_late(state, seat: int, legal: list[int]) -> bool:
         """A hand at three cards or fewer, or a jack among the legal moves (mostly shedding a jack, worth 25
         (PY-13), before the opponent goes out): where rollout:256 gains over the heuristic (docs/bots.md)."""
         return any(len(h) <= 3 for h in state.hands) or any(PLAY_J <= a < DRAW for a in legal)
 
-    def suit_maps(perm, size: int):
+    def draw(rng):
+        """Every suit s renamed perm[s]: the cards, the top card, the discards, the suit named, and the moves
+        (a jack's action is PLAY_J + 4 * its suit + the suit named (PY-4): both suits move)."""
+        perm = rng.permutation(4)
         card = [13 * perm[c // 13] + c % 13 for c in range(52)]
-        # a jack's action is PLAY_J + 4 * its suit + the suit named (PY-4): both suits move
         action = card + [PLAY_J + 4 * perm[k // 4] + perm[k % 4] for k in range(16)] + list(range(DRAW, NUM_ACTIONS))
-        src = list(range(size))
+        obs_source = np.arange(OBS_SIZE)
         for c in range(52):
-            src[card[c]], src[OBS_TOP + card[c]], src[OBS_DISCARD + card[c]] = c, OBS_TOP + c, OBS_DISCARD + c
-        for s in range(4):
-            src[OBS_NAMED_SUIT + perm[s]] = OBS_NAMED_SUIT + s
+            for start in (0, OBS_TOP, OBS_DISCARD):
+                obs_source[start + card[c]] = start + c
+        for suit in range(4):
+            obs_source[OBS_NAMED_SUIT + perm[suit]] = OBS_NAMED_SUIT + suit
+        action_source = np.argsort(action)            # the twin's action action[a] is the original's a
         for a in range(NUM_ACTIONS):
-            for f in range(MOVE_FEATURES):
-                src[OBS_MOVES + action[a] * MOVE_FEATURES + f] = OBS_MOVES + a * MOVE_FEATURES + f
-        mask_src = [0] * NUM_ACTIONS
-        for a in range(NUM_ACTIONS):
-            mask_src[action[a]] = a
-        return src, mask_src, action
+            obs_source[OBS_MOVES + action[a] * MOVE_FEATURES:OBS_MOVES + (action[a] + 1) * MOVE_FEATURES] = \
+                np.arange(OBS_MOVES + a * MOVE_FEATURES, OBS_MOVES + (a + 1) * MOVE_FEATURES)
+        return obs_source, action_source
 
-    def asymmetric(obs: np.ndarray) -> np.ndarray:
-        """Round 1, where only clubs may be played (PY-9); after it every rule is the same for every suit."""
-        return obs[:, OBS_PHASE + FIRST_ROUND] > 0
+    def applies(obs):
+        """Not in round 1, where only clubs may be played (PY-9); after it every rule is the same for every suit."""
+        return obs[:, OBS_PHASE + FIRST_ROUND] == 0
 
-    return LatePositions(is_late, suit_maps, asymmetric)
+    return LatePositions(is_late, Symmetry(draw, applies))
 
 
 #: the games whose late positions are declared, by name (a function, so a game's rules are imported only when used)

@@ -33,7 +33,7 @@ import numpy as np
 from ..policies.network import MLP, NetworkPolicy
 from .view.opponents import OpponentPool
 from ..policies.specs import make_policy
-from ..progress import progress_bar
+from ..progress import finish, phase
 from .view.learner_env import LearnerEnv
 from .tables import table_settings
 from .files import arrays_hash, check_finite, load_npz, save_npz_atomic, short, write_atomic
@@ -293,19 +293,21 @@ class Cloning:
         self.fit_state, self._fit_source = fit_state, source
 
     def _collect(self, steps: int, seed: int, actor=None, stage: str = "labelling", teacher: str | None = None,
-                 label: str | None = None) -> dict:
+                 label: str | None = None, key: str = "clone.collect") -> dict:
+        """``key``: the phase of the run's progress view (:func:`.plan.training_phases`) this collection is."""
         cfg = self.cfg
         teacher = teacher or cfg["pretrain"]["teacher"]
-        with progress_bar(f"{stage}: {label or teacher} labels", self.show_progress) as update:
+        with phase(key, f"{stage}: {label or teacher} labels", self.show_progress) as update:
             return collect_demonstrations(cfg["game"], table_settings(cfg), self.pool, teacher, steps,
                                           cfg[cfg["algorithm"]]["gamma"], seed,
                                           workers=min(cfg["n_envs"], os.cpu_count() or 1), actor=actor,
                                           progress=update)
 
     def _fit(self, model, epochs: int, seed: int, stage: str, data: dict | None = None,
-             student: str | None = None) -> dict:
+             student: str | None = None, key: str = "clone.fit") -> dict:
         """One fit, from where a checkpoint left it, with a checkpoint after every epoch; ``student``: the hash of
-        the network an expert-iteration generation searched over (what its labels record)."""
+        the network an expert-iteration generation searched over (what its labels record); ``key``: its phase in
+        the run's progress view."""
         pre, done = self.cfg["pretrain"], self.progress
         data = self.demonstrations if data is None else data
         start, under_way = None, done.get("fit")
@@ -324,7 +326,7 @@ class Cloning:
             self.fit_state = optimizer.state_dict()
             self._save()
 
-        with progress_bar(f"{stage}: fitting {len(data['actions']):,} decisions", self.show_progress) as update:
+        with phase(key, f"{stage}: fitting {len(data['actions']):,} decisions", self.show_progress) as update:
             return fit_demonstrations(model, data, epochs, pre["batch_size"], pre["learning_rate"],
                                       seed, log=self.log, progress=update, start=start, on_epoch=on_epoch)
 
@@ -342,7 +344,8 @@ class Cloning:
 
     def run(self, model, show_progress: bool = False) -> dict:
         """Clone (from where the progress says) into ``model``; returns the report (pretrain.json). With
-        ``show_progress``, each labelling and each fit shows a progress bar with its ETA."""
+        ``show_progress``, each labelling and each fit counts into the run's progress view (a bar of its own
+        without one)."""
         self.show_progress = show_progress
         import time
         pre, done = self.cfg["pretrain"], self.progress
@@ -382,7 +385,8 @@ class Cloning:
         for k in range(done["fits"] - 1, pre["dagger_rounds"]):
             if done["collected"] < k + 2:
                 more = self._collect(pre["dagger_steps"] or pre["steps"], cfg["seed"] + 1000 * (k + 1),
-                                     MLP.from_sb3(model), stage=f"DAgger {k + 1}/{pre['dagger_rounds']}")
+                                     MLP.from_sb3(model), stage=f"DAgger {k + 1}/{pre['dagger_rounds']}",
+                                     key=f"dagger{k + 1}.collect")
                 played_like_teacher = float(more["agree"].mean())
                 self.log(f"DAgger round {k + 1}/{pre['dagger_rounds']}: the clone chose the teacher's move in "
                          f"{played_like_teacher:.1%} of {len(more['actions']):,} states it reached")
@@ -393,7 +397,7 @@ class Cloning:
                                        "played_like_teacher": played_like_teacher})
                 self._save()
             done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + k + 1,
-                                      f"DAgger {k + 1}/{pre['dagger_rounds']}")
+                                      f"DAgger {k + 1}/{pre['dagger_rounds']}", key=f"dagger{k + 1}.fit")
             done["fits"] = k + 2
             self._fit_done()
 
@@ -453,6 +457,7 @@ class Cloning:
             student_hash = arrays_hash(MLP.from_sb3(model).to_arrays())
         if labels_file.exists():
             labels = self.read_labels(g, student_hash)
+            finish(f"gen{g}.label")                       # (the progress view: nothing left to label)
             self.log(f"expert iteration {stage}: {len(labels['actions']):,} labels of {pre['search']} from "
                      f"{labels_file} (cached)")
         else:
@@ -460,7 +465,7 @@ class Cloning:
             write_student(mlp, student, self.run_dir.bot_metadata(cfg, 0, None, generation=g - 1))
             labels = self._collect(pre["generation_steps"] or pre["dagger_steps"] or pre["steps"],
                                    cfg["seed"] + 50_000 + 1000 * g, mlp, stage=stage, teacher=teacher,
-                                   label=pre["search"])
+                                   label=pre["search"], key=f"gen{g}.label")
             save_npz_atomic(labels_file, {**labels, "made_by": np.array(json.dumps(
                 self.labels_made_by(g, student_hash)))})
             self.log(f"expert iteration {stage}: {pre['search']} over the network labelled "
@@ -469,7 +474,7 @@ class Cloning:
         parts = [labels] + [self.read_labels(k, done["generations"][k - 1].get("student")) for k in range(1, g)]
         data = {key: np.concatenate([p[key] for p in parts]) for key in DEMONSTRATION_ARRAYS}
         done["stats"] = self._fit(model, pre["dagger_epochs"], cfg["seed"] + 50_000 + g, stage, data,
-                                  student=student_hash)
+                                  student=student_hash, key=f"gen{g}.fit")
         done["generations"].append({"generation": g, "states": len(labels["actions"]),
                                     "played_like_teacher": float(labels["agree"].mean()),
                                     "fitted_on": len(data["actions"]), "seconds": time.perf_counter() - t,

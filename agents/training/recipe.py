@@ -19,6 +19,13 @@ report and its difficulty levels (the ``bot`` section)::
         opponents: {pool: [{policy: greedy, weight: 3}, {policy: heuristic, weight: 1}]}
     bot: {report: [random, heuristic, greedy], games: 1000, levels: 200}
 
+A stage may start from a shipped training config (``from: pishti/dqn``): that file's keys, then the recipe's top
+level, then the stage's own keys. So the recipe of a bot that one config makes is a few lines::
+
+    stages:
+      - {name: dqn, from: pishti/dqn}
+    bot: {report: [random, heuristic, greedy], games: 2000}
+
 The recipe's run folder holds one ordinary run folder per stage, and the recipe's own files::
 
     recipe.yaml            the recipe as run: the file's tree with every override applied, and where it came from
@@ -50,6 +57,9 @@ from .run_dir import RunDir
 
 #: the recipe's own keys: everything else at the top level is a training config key every stage inherits
 STAGES, BOT = "stages", "bot"
+#: a stage's key naming the shipped training config it starts from (``from: pishti/dqn``): the recipe of a bot made
+#: by one config and an export is two lines
+FROM = "from"
 
 #: the ``bot`` section: what the recipe writes once its last stage is done
 BOT_SCHEMA = {
@@ -155,6 +165,20 @@ def apply_recipe_overrides(raw: dict, overrides: list[str]) -> dict:
     return out
 
 
+def _stage_base(name, where: str) -> dict:
+    """The training config a stage starts from (its ``from``: a shipped config's name, e.g. ``pishti/dqn``), less
+    its ``output``: the recipe's top level and the stage's own keys go over it."""
+    from kahve import configs
+    path = configs.find(name) if isinstance(name, str) else None
+    if path is None:
+        raise ValueError(f"config key {where!r}: {short(name)} is not a shipped config; "
+                         + configs.did_you_mean(str(name)))
+    raw = config_mod.read_file(path)[1]
+    if is_recipe(raw):
+        raise ValueError(f"config key {where!r}: {name} is a recipe; a stage starts from a training config")
+    return {k: v for k, v in raw.items() if k != "output"}
+
+
 def _deep_merge(base: dict, more: dict) -> dict:
     out = copy.deepcopy(base)
     for key, value in more.items():
@@ -202,7 +226,9 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
         raise ValueError("config key 'stages': expected a list of stages, each a mapping with a name "
                          "(e.g. [{name: learn, total_timesteps: 1000000}])")
     top = {k: v for k, v in raw.items() if k not in (STAGES, BOT, "output")}
-    root = Path(_output(raw, source))
+    first = stages_raw[0] if isinstance(stages_raw[0], dict) else {}
+    # the run folder's {game} and {algorithm}: the recipe's, or those of the config its first stage starts from
+    root = Path(_output({**(_stage_base(first[FROM], f"stages[0].{FROM}") if FROM in first else {}), **raw}, source))
     recipe = Recipe(source, raw, list(overrides), root, [], _bot_section(raw.get(BOT)))
     seen = set()
     for index, item in enumerate(stages_raw, 1):
@@ -227,7 +253,9 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
             if other != kind and other in item:
                 raise ValueError(f"config key {where + '.' + other!r}: belongs to a stage of kind {other}")
         section = item.get(kind)
-        merged = _deep_merge(top, {k: v for k, v in item.items() if k not in ("name", "kind", *KINDS)})
+        base = _stage_base(item[FROM], f"{where}.{FROM}") if FROM in item else {}
+        merged = _deep_merge(_deep_merge(base, top),
+                             {k: v for k, v in item.items() if k not in ("name", "kind", FROM, *KINDS)})
         own_init = bool(merged.get("init_from"))
         stage = Stage(index, name, {}, own_init, kind)
         merged["output"] = str(recipe.folder(stage).root)
@@ -395,18 +423,25 @@ class RecipeRun:
         self.run.create()
 
     def execute(self, resume: bool = False, progress: bool = True) -> dict:
-        """Run what is left; returns the recipe's progress (``interrupted`` set if a stage was stopped)."""
+        """Run what is left; returns the recipe's progress (``interrupted`` set if a stage was stopped). With
+        ``progress``, one view of the whole recipe (:func:`..progress.run_progress`): the stage under way (k of N,
+        its name), its phase, and the recipe's ETA."""
+        from ..progress import finish, run_progress, set_stage
         from .backends import train
+        from .plan import recipe_phases
         self.start(resume)
         recipe, n = self.recipe, len(self.recipe.stages)
-        with self.run.lock():
+        with self.run.lock(), run_progress(recipe_phases(recipe), progress, "the recipe",
+                                           [s.name for s in recipe.stages]):
             self.write_recipe()
             state = self.read_state()
             started = time.perf_counter()
             for stage in recipe.stages:
+                set_stage(stage.index)
                 run = recipe.folder(stage)
                 done = _finished(run, stage)
                 if done is not None:
+                    finish()                      # (the progress view: nothing is left of the stage)
                     state["stages"][stage.label] = self._stage_record(stage, done)
                     self.write_state(state)
                     self.log(f"stage {stage.index}/{n} {stage.name}: done ({done['steps']:,} steps, "
@@ -431,7 +466,10 @@ class RecipeRun:
                     return {**state, "interrupted": True}
                 state["stages"][stage.label] = self._stage_record(stage, summary)
                 self.write_state(state)
-            self.write_bot(state)
+                finish()
+            set_stage(None)
+            self.write_bot(state, progress)
+            finish(everything=True)
             self.log(f"done: {recipe.bot_file} in {time.perf_counter() - started:.0f} s this session; "
                      f"{sum(s['wall_seconds'] for s in state['stages'].values()):.0f} s of training in all")
         return state
@@ -443,8 +481,9 @@ class RecipeRun:
                 "pretrain_seconds": summary.get("pretrain_seconds", 0.0),
                 "wall_seconds": float(summary["wall_seconds_total"])}
 
-    def write_bot(self, state: dict) -> None:
-        """The last stage's network as the bot file, then its report and levels (each once)."""
+    def write_bot(self, state: dict, progress: bool = True) -> None:
+        """The last stage's network as the bot file, then its report and levels (each once); ``progress``: their
+        games count into the recipe's progress view."""
         from ..policies.bot import export_onnx
         from ..policies.network import MLP
         from .files import load_npz
@@ -475,8 +514,11 @@ class RecipeRun:
         bot = recipe.bot
         if bot["report"] and state.get("report") != steps:
             from ..evaluation.report import write_report
-            report = write_report(recipe.bot_file, bot["report"], games=bot["games"], workers=bot["workers"],
-                                  seed=bot["seed"], show_progress=True, levels=bot["levels"])
+            from ..progress import phase
+            # (the levels' games count into their own phase: its bars say "levels: ...", plan.bot_phases)
+            with phase("report", "the bot's report", progress, own_bar=False):
+                report = write_report(recipe.bot_file, bot["report"], games=bot["games"], workers=bot["workers"],
+                                      seed=bot["seed"], show_progress=progress, levels=bot["levels"])
             state["report"] = steps
             self.write_state(state)
             self.log(f"wrote its report {report}")

@@ -35,6 +35,7 @@ import numpy as np
 from ..evaluation.evaluate import evaluate
 from ..policies.bot import export_onnx
 from ..policies.network import MLP
+from ..progress import finish, phase, progress_bar, run_progress
 from .files import WriteError, check_finite, load_npz, load_tensors, save_npz, save_tensors, write_error
 from .pretrain import Cloning
 from .run_dir import Checkpoint, RunDir, check_state, network_of
@@ -47,16 +48,17 @@ def pool_from_config(cfg: dict) -> OpponentPool:
     return OpponentPool([(o["policy"], float(o.get("weight", 1.0))) for o in cfg["opponents"]["pool"]])
 
 
-def evaluate_against(cfg: dict, bot, steps: int, record, log=print) -> dict:
+def evaluate_against(cfg: dict, bot, steps: int, record, log=print, show_progress: bool = False) -> dict:
     """The periodic evaluation of a run: the bot file against each of ``evaluation.opponents`` on the evaluation
     settings; ``record(key, value)`` logs each ``eval/...`` scalar. Returns what the schedule keeps as
-    ``last_eval``."""
+    ``last_eval``. ``show_progress``: the games count into the run's progress view."""
     ev = cfg["evaluation"]
     settings = {**cfg["settings"], **ev["settings"]}
     results = {}
     for k, opponent in enumerate(ev["opponents"]):
-        r = evaluate(cfg["game"], str(bot), opponent, games=ev["games"], settings=settings, workers=ev["workers"],
-                     seed=cfg["seed"] * 7919 + k)
+        with progress_bar(f"evaluation at {steps:,} steps: vs {opponent}", show_progress) as update:
+            r = evaluate(cfg["game"], str(bot), opponent, games=ev["games"], settings=settings,
+                         workers=ev["workers"], seed=cfg["seed"] * 7919 + k, progress=update)
         key = opponent.replace(":", "_").replace("/", "_")
         record(f"eval/{key}/win_rate", r["win_rate"])
         record(f"eval/{key}/points_per_deal", r["points_per_deal"])
@@ -121,6 +123,8 @@ class Session:
         self.session_start: float | None = None
         self.learn_start: float | None = None
         self.cloning_seconds = 0.0                      # this session's
+        self.show_progress = False                      # the run's progress view (:mod:`..progress`) is shown
+        self._learned = None                            # its update of the learning steps, while learning
         self.resumed = checkpoint is not None
         self.state = None if checkpoint is None else checkpoint.read_state()
         if checkpoint is None:
@@ -199,6 +203,8 @@ class Session:
 
     # ----- the schedule, after every step of the learner ------------------------------------------------------
     def on_step(self, steps: int) -> None:
+        if self._learned is not None:
+            self._learned(steps - self.start_steps)
         due = self.schedule
         if due.next_snapshot is not None and steps >= due.next_snapshot:
             self_play = self.cfg["opponents"]["self_play"]
@@ -256,9 +262,11 @@ class Session:
                      "the training diverged; it is not written")
         return mlp
 
-    def evaluate(self, steps: int) -> dict:
-        bot = self.export(self.run_dir.eval_bot)
-        self.schedule.last_eval = evaluate_against(self.cfg, bot, steps, self.record, self.log)
+    def evaluate(self, steps: int, final: bool = False) -> dict:
+        with phase("eval", "evaluation", self.show_progress, complete=final, own_bar=False):
+            bot = self.export(self.run_dir.eval_bot)
+            self.schedule.last_eval = evaluate_against(self.cfg, bot, steps, self.record, self.log,
+                                                       self.show_progress)
         self.flush()
         return self.schedule.last_eval
 
@@ -306,7 +314,21 @@ class Session:
         return 0.0 if self.learn_start is None else time.perf_counter() - self.learn_start
 
     # ----- a session --------------------------------------------------------------------------------------
+    def planned(self) -> list:
+        """The work of this session and what the run has done already, phase by phase (:mod:`.plan`): what the
+        progress view estimates the run's ETA from."""
+        from .plan import training_phases
+        cloned = self.schedule.pretrain if self.schedule.pretrain is not None else self.resumed
+        return training_phases(self.cfg, cloned, self.start_steps, self.schedule.next_eval)
+
     def run(self, progress: bool = True) -> dict:
+        """The session, with one progress view of the whole run when ``progress`` (:func:`..progress.run_progress`:
+        every phase, cloning to the final evaluation, and the run's ETA)."""
+        self.show_progress = progress
+        with run_progress(self.planned(), progress, title="the run"):
+            return self._run(progress)
+
+    def _run(self, progress: bool) -> dict:
         self.session_start = time.perf_counter()
         interrupted = False
         try:
@@ -322,7 +344,12 @@ class Session:
                     self.run_dir.write_pretrain_report(report)
                     self.schedule.pretrain, self.cloning = None, None
                     self.save_checkpoint()                 # the cloned network, before any learning
-                self.learn(progress)
+                with phase("learn", f"learning ({self.cfg['algorithm']})", progress) as update:
+                    self._learned = update                 # (on_step counts the steps into the run's view)
+                    try:
+                        self.learn(False)                  # (the view is the progress bar)
+                    finally:
+                        self._learned = None
             except KeyboardInterrupt:
                 interrupted = True
             extra = self.ending(interrupted)
@@ -335,7 +362,8 @@ class Session:
             summary = {**self.summary(interrupted), **extra}
             if not interrupted:
                 self.finite_network().save(self.run_dir.policy)
-                summary["evaluation"] = self.evaluate(self.steps)
+                summary["evaluation"] = self.evaluate(self.steps, final=True)
+                finish()                                   # the run's view: nothing is left of this run
             self.run_dir.write_summary(summary)
             self.log(self.closing_line(summary))
         finally:

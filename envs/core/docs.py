@@ -30,12 +30,15 @@ Size = Union[int, Callable[[Any], int]]
 @dataclass(frozen=True)
 class ObsBlock:
     """One block of the observation vector: ``size`` entries (an int, or a function of the Game). ``key``
-    names a block whose offset the encoder uses (:func:`fixed_offsets`), so no offset is written by hand."""
+    names a block whose offset the encoder uses (:func:`fixed_offsets`), so no offset is written by hand.
+    ``appraisal``: the block holds the appraisal of the legal moves, so it is only in the appraised observation
+    (``observation="appraised"``); the plain one is the same blocks without it."""
 
     name: str
     size: Size
     scaling: str
     key: str = ""
+    appraisal: bool = False
 
     def size_for(self, game) -> int:
         return int(self.size(game)) if callable(self.size) else int(self.size)
@@ -159,6 +162,10 @@ def render_page(game_class) -> str:
     labels = [table_label(t) for t in (gc.doc_tables or [{}])]
     name, version = gc.name, gc.version
     multi = len(games) > 1
+    two_kinds = len(gc.settings_spec.by_name["observation"].options) > 1     # appraised and plain
+
+    def box(gs):
+        return _per_table([f"`Box({g.obs_low}, {g.obs_high}, ({g.observation_size},), float32)`" for g in gs])
     L: list[str] = []
 
     # ----- title, summary, table ----------------------------------------------------------------------
@@ -179,8 +186,7 @@ def render_page(game_class) -> str:
         ("Env id", f"`kahve/{name.replace('_', '-')}-v{version}` (PettingZoo name `{name}_v{version}`)"),
         ("Agents", _per_table([agents(g) for g in games])),
         ("Action space", _per_table([f"`Discrete({g.num_actions})`" for g in games])),
-        ("Observation", _per_table([f"`Box({g.obs_low}, {g.obs_high}, ({g.observation_size},), float32)`"
-                                    for g in games])),
+        ("Observation", box(games) + (f"; with `observation=\"plain\"`: {box(_plain_games(gc))}" if two_kinds else "")),
         ("Action mask", _per_table([f"`Box(0, 1, ({g.num_actions},), int8)`" for g in games])),
         ("Rewards", ", ".join(f"`{o!r}`" for o in gc.settings_spec.by_name["reward"].options)
          + f" (default `{gc.settings_spec.by_name['reward'].default!r}`)"),
@@ -221,16 +227,27 @@ def render_page(game_class) -> str:
 
     # ----- observation ------------------------------------------------------------------------------------
     L += ["## Observation space", ""]
-    L += [f"A float32 vector of length {_per_table([g.observation_size for g in games])}, every entry in "
-          f"[{gc.obs_low}, {gc.obs_high}]; seats and sides are relative to the observer (self first, C-8), "
-          "and no hidden card appears in it.", ""]
-    rows, offsets = [], [0] * len(games)
-    for b in gc.observation_blocks:
-        sizes = [b.size_for(g) for g in games]
-        rows.append([_per_table(offsets), b.name, _per_table(sizes), b.scaling])
-        offsets = [o + s for o, s in zip(offsets, sizes)]
-    rows.append(["", "**total**", _per_table(offsets), ""])
-    L += _table(["offset", "block", "size", "scaling"], rows) + [""]
+    if two_kinds:
+        plain = _plain_games(gc)
+        L += ["Two observations, chosen by the `observation` setting (a space setting: a bot file records it, and a "
+              "bot plays only at tables of its own kind):", "",
+              f"* `observation=\"appraised\"` (the default), length {_per_table([g.observation_size for g in games])}: "
+              "what the seat sees, then every legal move's appraisal (the last block), computed once per decision "
+              "and only for the seat to move (the other seats' rows are zero);",
+              f"* `observation=\"plain\"`, length {_per_table([g.observation_size for g in plain])}: what the seat "
+              "sees alone (its cards, the table, the public history), nothing computed by a heuristic or an "
+              "appraisal; the same blocks at the same offsets, without the appraisal block, so it is the appraised "
+              "observation's beginning (`Game.plain_observation_size` long).", ""]
+        if gc.observation_kinds_note:
+            L += [gc.observation_kinds_note.strip(), ""]
+        L += ["### `observation=\"appraised\"` (the default)", ""]
+        L += _observation_table(gc, games)
+        L += ["### `observation=\"plain\"`", ""]
+        L += _observation_table(gc, plain)
+    else:
+        L += ["The `observation` setting has one value here, `\"plain\"`: what the seat sees (this game has no "
+              "appraisal of its moves).", ""]
+        L += _observation_table(gc, games)
     if gc.observation_notes:
         L += [gc.observation_notes.strip(), ""]
 
@@ -269,6 +286,26 @@ def render_page(game_class) -> str:
     return "\n".join(L)
 
 
+def _plain_games(game_class) -> list:
+    """One Game per representative table, with the plain observation."""
+    return [game_class(**t, observation="plain") for t in (game_class.doc_tables or [{}])]
+
+
+def _observation_table(gc, games) -> list[str]:
+    """The layout of ``games``' observation (one kind, every representative table): length, bounds, and each
+    block with its offset, size and scaling."""
+    L = [f"A float32 vector of length {_per_table([g.observation_size for g in games])}, every entry in "
+         f"[{gc.obs_low}, {gc.obs_high}]; seats and sides are relative to the observer (self first, C-8), "
+         "and no hidden card appears in it.", ""]
+    rows, offsets = [], [0] * len(games)
+    for b in games[0].observation_blocks:
+        sizes = [b.size_for(g) for g in games]
+        rows.append([_per_table(offsets), b.name, _per_table(sizes), b.scaling])
+        offsets = [o + s for o, s in zip(offsets, sizes)]
+    rows.append(["", "**total**", _per_table(offsets), ""])
+    return L + _table(["offset", "block", "size", "scaling"], rows) + [""]
+
+
 def _players(game_class, games) -> str:
     """The allowed table sizes: from the ``players`` setting, or the fixed number."""
     setting = game_class.settings_spec.by_name.get("players")
@@ -287,11 +324,13 @@ def render_index(game_classes: Sequence) -> str:
     rows = []
     for gc in game_classes:
         games = doc_games(gc)
+        plain = _plain_games(gc)
         rows.append([f"[{gc.title}]({gc.name}.md)", f"`kahve/{gc.name.replace('_', '-')}-v{gc.version}`",
                      _players(gc, games),
                      _per_table([f"`Discrete({g.num_actions})`" for g in games]),
-                     _per_table([g.observation_size for g in games])])
-    L += _table(["game", "env id", "players", "actions", "observation"], rows)
+                     _per_table([g.observation_size for g in games]),
+                     _per_table([g.observation_size for g in plain])])
+    L += _table(["game", "env id", "players", "actions", "observation (default)", "plain observation"], rows)
     L += ["", PAGE_FOOTER, ""]
     return "\n".join(L)
 

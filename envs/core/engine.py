@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import random
 import re
+from itertools import chain
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from . import cards as _cards
 from .rng import copy_rng, seeded, shuffle
-from .settings import Settings, SettingsSpec
+from .settings import APPRAISED, PLAIN, Settings, SettingsSpec
 
 
 def _copy_value(v):
@@ -138,7 +139,8 @@ class Game:
     space_settings: tuple = ()
     #: when > 0, the observation ends with ``num_actions`` rows of this many numbers, row ``a`` describing what
     #: action ``a`` would do (zeros for an illegal one); a network's action-feature head scores every action
-    #: from its row with weights shared by all actions (agents/policies/network.py)
+    #: from its row with weights shared by all actions (agents/policies/network.py). Only in the appraised
+    #: observation: a plain one (``observation="plain"``) sets it to 0 on the instance
     action_feature_size: int = 0
 
     num_players: int
@@ -151,7 +153,9 @@ class Game:
     rules_section: str = ""
     doc_tables: list = []            # settings dicts of the representative tables
     action_ranges: list = []         # docs.ActionRange, covering 0 .. num_actions - 1 exactly once
-    observation_blocks: list = []    # docs.ObsBlock, in order, summing to observation_size
+    observation_blocks: list = []    # docs.ObsBlock, in order, summing to observation_size (the appraised layout;
+    #                                  an instance with the plain observation keeps the blocks without ``appraisal``)
+    observation_kinds_note: str = ""  # why the default observation kind is the default (the env page says it)
     action_notes: str = ""
     observation_notes: str = ""
     rewards_note: str = ""
@@ -170,10 +174,27 @@ class Game:
         if fd != "random" and fd >= self.num_players:
             raise ValueError(f"setting 'first_dealer': {fd!r} is not allowed; allowed: a seat number below "
                              f"{self.num_players} (the number of players), or 'random'")
+        self._choose_observation()
+
+    def _choose_observation(self) -> None:
+        """The ``observation`` setting (:func:`.settings.observation_setting`): ``"appraised"`` keeps every block
+        of :attr:`observation_blocks`; ``"plain"`` drops the appraisal blocks (``ObsBlock.appraisal``, the
+        layout's last), so the plain observation is the appraised one's beginning, and an appraisal is never
+        computed for it."""
+        self.appraised = self.settings.get("observation", PLAIN) == APPRAISED
+        cut = sum(b.size_for(self) for b in self.observation_blocks if b.appraisal)
+        #: the length of the plain observation, where the appraised one's appraisal block starts
+        self.plain_observation_size = self.observation_size - cut
+        if not self.appraised:
+            self.observation_size = self.plain_observation_size
+            self.observation_blocks = [b for b in self.observation_blocks if not b.appraisal]
+            self.action_feature_size = 0
 
     def space_changes(self, settings: dict) -> list[str]:
         """The names of :attr:`space_settings` on which ``settings`` (a mapping, e.g. a bot's or another run's)
-        differs from this game's; a name ``settings`` lacks counts as the same."""
+        differs from this game's; a name ``settings`` lacks counts as the same. (A bot trained before the
+        ``observation`` setting existed lacks it: its observation is the default one, and at a table of the other
+        kind the observation sizes differ, which the bot checks tell first.)"""
         return [k for k in self.space_settings if k in settings and settings[k] != self.settings[k]]
 
     def _configure(self) -> None:
@@ -221,9 +242,23 @@ class Game:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
 
+class _Appraisal(NamedTuple):
+    """A state's cached appraisal (:meth:`State.appraisal`): the rows and the state version they are for. A clone
+    starts without it (a copy may be changed by hand, and a re-dealt world, ``determinize``, has other hands)."""
+
+    version: int
+    rows: dict
+
+
 class State:
     """Base of every game state. Subclasses implement the ``_start_deal``/``legal_actions``/``_apply`` state
     machine and the views (``observation``, ``describe_action``, ``to_dict``, ``render``, ``determinize``)."""
+
+    #: the state version: bumped by every :meth:`apply`, so that what is computed from a state once (the
+    #: appraisal) is known to be current. A state changed by hand (a test's constructed position) after its
+    #: appraisal was read must bump it too; a clone starts without the appraisal.
+    _version = 0
+    _appraisal: _Appraisal | None = None
 
     #: what one core deal is called at this table ("round" in Pâsur and Ish), for the texts of the move log
     deal_word = "deal"
@@ -285,6 +320,11 @@ class State:
     def _observation(self, seat: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _appraise(self) -> dict:
+        """{legal action: its appraisal row} for the player to act, computed anew (a game with an appraisal
+        module returns its rows; default: none)."""
+        return {}
+
     def _describe_action(self, action: int) -> str:
         raise NotImplementedError
 
@@ -302,17 +342,32 @@ class State:
         return int(seat)
 
     def _write_action_rows(self, obs: np.ndarray, rows: dict, scale: float) -> None:
-        """Write ``rows`` ({legal action: its numbers}) into the observation's last block (``num_actions`` rows of
-        ``Game.action_feature_size``), divided by ``scale`` and clipped to the observation's bounds."""
+        """Write ``rows`` ({legal action: its numbers}, the appraisal) into the appraised observation's last block
+        (``num_actions`` rows of ``Game.action_feature_size``): each number rounded to float32, divided by
+        ``scale`` in float32 and clipped to the observation's bounds, in four NumPy calls over all the rows."""
         g = self.game
         if rows:
-            block = obs[len(obs) - g.num_actions * g.action_feature_size:].reshape(g.num_actions, -1)   # a view
-            values = np.array(list(rows.values()), dtype=np.float32)
+            size = g.action_feature_size
+            block = obs[len(obs) - g.num_actions * size:].reshape(g.num_actions, size)   # a view
+            # float32 from the rows' floats (one rounding each), then scaled and clipped in float32
+            values = np.fromiter(chain.from_iterable(rows.values()), np.float32, len(rows) * size)
+            values = values.reshape(len(rows), size)
             values /= scale
             # the ufuncs in place: np.clip's Python wrapper cost more than the clipping (an observation per step)
             np.minimum(values, g.obs_high, out=values)
             np.maximum(values, g.obs_low, out=values)
             block[list(rows)] = values
+
+    def appraisal(self) -> dict:
+        """{legal action: its appraisal row (``Game.action_feature_size`` numbers, unscaled)} for the player to act
+        (:meth:`_appraise`; empty once the game is over), computed once per state version and shared by every
+        reader of the decision: the appraised observation, the heuristic. Read it, never change it."""
+        cached = self._appraisal
+        if cached is not None and cached.version == self._version:
+            return cached.rows
+        rows = self._appraise() if self.current_player is not None else {}
+        self._appraisal = _Appraisal(self._version, rows)
+        return rows
 
     def observation(self, seat: int) -> np.ndarray:
         """What ``seat`` sees and remembers, as a float32 vector (never a hidden card)."""
@@ -512,6 +567,7 @@ class State:
         if self._paid:                       # rewards of the previous step are cleared only when there were any
             self.rewards = [0.0] * self.num_players
             self._paid = False
+        self._version += 1
         if self.move_log is not None:
             self._log_move(self.current_player, action, False)
             self._apply(action)
@@ -554,6 +610,7 @@ class State:
         ``streams`` the random streams); the game then copies its own mutable fields. ``deal_report`` is
         shared: it is replaced when a deal ends, never changed once stored."""
         d = self.__dict__.copy()
+        d.pop("_appraisal", None)                   # a copy is appraised anew (it may be changed by hand)
         for name in ("rewards", "returns", "scores", "out"):
             d[name] = d[name][:]
         if self.winners is not None:
@@ -581,7 +638,7 @@ class State:
         that clones a logged state should turn the copy's log off (``move_log = None``) so that it costs nothing.
         """
         new = object.__new__(type(self))
-        new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items()}
+        new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items() if k != "_appraisal"}
         return new
 
     # ----- deals, match end, rewards (C-6, C-7) ------------------------------------------------------

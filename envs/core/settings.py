@@ -246,3 +246,21 @@ def common_settings(cap_name: str, cap_default: int, cap_hi: int,
                doc="first dealer (C-2)"),
         Flag("skip_single_choice", True, doc="the engine plays a decision with exactly one legal action (C-4)"),
     ]
+
+
+#: the ``observation`` setting's values: what a seat sees alone, or that and every legal move's appraisal
+PLAIN, APPRAISED = "plain", "appraised"
+
+
+def observation_setting(appraised: bool) -> Setting:
+    """The ``observation`` setting (each env page, docs/envs/<game>.md, documents both layouts): ``"plain"`` is
+    what a seat sees (its cards, the table, the public history), nothing computed by a heuristic or an appraisal;
+    ``"appraised"`` adds every legal move's appraisal (the default of the games that have one, whose shipped bots
+    read it). A game without an appraisal offers only ``"plain"``. It shapes the observation, so it is one of the
+    game's ``space_settings`` (a bot file records it; ``Game`` drops the appraisal blocks for ``"plain"``)."""
+    if appraised:
+        return Choice("observation", APPRAISED, (APPRAISED, PLAIN),
+                      doc="what a seat observes: its view and every legal move's appraisal, or its view alone "
+                          "(plain, smaller, cheaper)")
+    return Choice("observation", PLAIN, (PLAIN,),
+                  doc="what a seat observes: its view alone (this game has no appraisal)")

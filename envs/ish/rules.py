@@ -104,7 +104,7 @@ from ..core import cards as _cards
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, Move, State
 from ..core.rng import shuffle
-from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings
+from ..core.settings import Choice, Custom, Flag, Int, SettingsSpec, common_settings, observation_setting
 
 NUM_CARDS = 40
 CROWN = 39
@@ -199,12 +199,13 @@ SETTINGS = SettingsSpec("ish", [
            "(a larger value means slower)", parser=_parse_reflex, doc="IS-2"),
     Int("false_call_fine", 0, 0, 10_000, doc="IS-7; at most max_bet"),
     *common_settings("max_rounds", 100, 100_000, reward_options=("chips", "outcome"), reward_default="chips"),
+    observation_setting(appraised=False),
 ])
 
 
 class IshGame(Game):
     name = "ish"
-    space_settings = ("players", "bet_levels", "card_selection", "min_bet", "max_bet")
+    space_settings = ("players", "bet_levels", "card_selection", "min_bet", "max_bet", "observation")
     version = 0
     settings_spec = SETTINGS
     cap_setting = "max_rounds"

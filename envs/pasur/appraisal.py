@@ -3,14 +3,26 @@
 A Pâsur card's worth in a move depends on subset sums over the pool (which capture options it has) and on what
 the opponent can take from the pool left behind. A network reading multi-hot card blocks has to rediscover that
 arithmetic for every card id separately (an MLP imitating the heuristic's card choice stalled at 86%), so the
-observation also carries, for every legal action, the few numbers below (:func:`move_features`); the heuristic
-(:mod:`kahve.agents.policies.heuristics.pasur`) is a fixed weighting of the same numbers, and a network's
-action-feature head (docs/design.md) learns its own.
+appraised observation (``observation="appraised"``, the default) also carries, for every legal action, the few
+numbers below (:func:`move_features`); the heuristic (:mod:`kahve.agents.policies.heuristics.pasur`) is a fixed
+weighting of the same numbers, and a network's action-feature head (docs/design.md) learns its own.
 
 Every card counts by its *value* in the round (docs/rules.md §2d): TD 3, 2C 2, each A and J 1, each club about 1
 while the 7-clubs race is open (nothing once someone holds 7), and a little for any card (``COUNT_BONUS``: a
 captured card thins the pool). Only what the seat knows is read: its hand, the pool, both captured piles, surs,
 the card being played, and the public counts; never the opponent's hand or the stock.
+
+Speed. :func:`move_features` is the state's appraisal (``state.appraisal()``): computed once per state version,
+for the player to act only, and shared by the observation and the heuristic; the plain observation
+(``observation="plain"``) never computes it. The numbers are the reference's to the bit
+(``tests/envs/reference/pasur_appraisal.py``, the first implementation, kept as their definition;
+tests/envs/test_appraisal.py compares the two over a corpus of states), so every float is added in the
+reference's order: what is faster is how they are reached. The ranks still unseen are counted by one
+``bytes.count`` per rank and the opponent's chances looked up by how many of a rank I have seen; a card's
+options are weighed in one pass that keeps the most valuable row; the threat pairs the knapsack's best sums
+with the chances in one step. Neither NumPy nor a memo of pools pays here (both measured): a decision weighs a
+handful of moves over pools of a few cards, where a NumPy call costs more than the Python it replaces, and fewer
+than a third of the pools come back within a few hundred deals.
 """
 
 from __future__ import annotations
@@ -41,12 +53,20 @@ FEATURE_SCALE = 5.0
  F_LEFTOVER,     # the round's last play: the pool left, + when it comes to me, - when to the opponent
  ) = range(MOVE_FEATURES)
 
+#: a card id's rank, as a ``bytes.translate`` table (the ranks of a list of cards in one C call)
+_RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)
+_RANKS = range(13)
+_QUEEN_KING = (JACK + 1, JACK + 2)
 
-def best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
-    """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` summing to the target
-    (what a card of value 11 - target takes), 0 where none does; ``sur_bonus`` is added when the subset is the
-    whole pool. An exact-sum knapsack over the pool (values 1-10, so 11 sums), not an enumeration of subsets:
-    a pool of many small cards has thousands of those."""
+#: (unseen cards, the opponent's next hand) -> P(they hold a rank) by how many of its cards I have seen
+_P_SEEN: dict = {}
+
+
+def best_captures(numeric, card_value: list, sur_bonus: float) -> list:
+    """For targets 0..10, the most valuable subset of the numeric pool cards ``numeric`` (in card-id order)
+    summing to the target (what a card of value 11 - target takes), 0 where none does; ``sur_bonus`` is added
+    when the subset is the whole pool. An exact-sum knapsack over the pool (values 1-10, so 11 sums), not an
+    enumeration of subsets: a pool of many small cards has thousands of those."""
     best = [-1.0] * 11                               # -1: no subset has this sum (every worth is positive)
     best[0] = 0.0
     total = 0
@@ -54,8 +74,11 @@ def best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
         v, w = RANK[x] + 1, card_value[x]
         total += v
         for t in range(10, v - 1, -1):
-            if best[t - v] >= 0.0 and best[t - v] + w > best[t]:
-                best[t] = best[t - v] + w
+            b = best[t - v]
+            if b >= 0.0:
+                b += w
+                if b > best[t]:
+                    best[t] = b
     if total <= 10:                                  # the only subset of that sum is the whole pool: a sur
         best[total] += sur_bonus
     return [b if b > 0.0 else 0.0 for b in best]
@@ -64,23 +87,18 @@ def best_captures(numeric: tuple, card_value: list, sur_bonus: float) -> list:
 def knowledge(state, seat: int | None = None) -> dict:
     """What every move of ``seat``'s decision shares (default: the player to act): card values, the chance
     that the opponent holds each rank (from the unseen cards and their next hand's size), whether the
-    opponent's sweep would be a sur, whether this is the round's last play, whether this is the final hand."""
+    opponent's sweep would be a sur, whether this is the round's last play, whether this is the final hand;
+    and for the sur of my own captures, whether a full-pool capture with a numeric card, K or Q would count."""
     seat = state.current_player if seat is None else seat
-    card = state.sel_card if state.phase == PHASE_SELECT else None
+    select = state.phase == PHASE_SELECT
     opp = 1 - seat
-    seen = [False] * NUM_CARDS
-    for block in (state.hands[seat], state.pool, state.captured[0], state.captured[1]):
-        for c in block:
-            seen[c] = True
-    if card is not None:
-        seen[card] = True
-    unseen_by_rank = [0] * 13
-    for c in range(NUM_CARDS):
-        if not seen[c]:
-            unseen_by_rank[RANK[c]] += 1
-    unseen = sum(unseen_by_rank)
+    seen = state.hands[seat] + state.pool + state.captured[0] + state.captured[1]
+    if select:
+        seen.append(state.sel_card)
+    ranks = bytes(seen).translate(_RANK_OF)          # every card is in one place only: a count per rank
+    unseen = NUM_CARDS - len(seen)
     decided = state.clubs[0] >= 7 or state.clubs[1] >= 7
-    my_hand_after = len(state.hands[seat]) - (0 if state.phase == PHASE_SELECT else 1)
+    my_hand_after = len(state.hands[seat]) - (0 if select else 1)
     opp_hand = len(state.hands[opp])
     hand_number = state.hand_number
     round_over = False
@@ -90,13 +108,20 @@ def knowledge(state, seat: int | None = None) -> dict:
             hand_number += 1
         else:
             round_over = True
-    sv = state.settings.sur_value
-    opp_sur = 0.0 if (state.sur_capped[opp] or (hand_number == HANDS_PER_ROUND
-                                                  and not state.settings.sur_on_final_deal)) else sv
-    # P(the opponent holds at least one card of each rank)
-    p_rank = [1.0 - p_none(unseen, k, opp_hand) if k else 0.0 for k in unseen_by_rank]
+    s = state.settings
+    sv = s.sur_value
+    opp_sur = 0.0 if (state.sur_capped[opp] or (hand_number == HANDS_PER_ROUND and not s.sur_on_final_deal)) else sv
+    # P(the opponent holds at least one card of each rank), by how many of the rank's cards I have seen
+    p_seen = _P_SEEN.get((unseen, opp_hand))
+    if p_seen is None:
+        p_seen = _P_SEEN[(unseen, opp_hand)] = [1.0 - p_none(unseen, 4 - k, opp_hand) if k < 4 else 0.0
+                                                 for k in range(5)]
+    p_rank = [p_seen[ranks.count(r)] for r in _RANKS]
+    final_hand = state.hand_number == HANDS_PER_ROUND
+    # a full-pool capture scores a sur or cancels one (PA-6, PA-7, PA-8: the engine's _sur_kind)
+    my_sur = not state.sur_capped[seat] and not (final_hand and not s.sur_on_final_deal)
     return {"seat": seat, "card_value": CARD_VALUE[0.0 if decided else CLUB_WEIGHT], "p_rank": p_rank,
-            "opp_sur": opp_sur, "round_over": round_over, "final_hand": state.hand_number == HANDS_PER_ROUND}
+            "opp_sur": opp_sur, "round_over": round_over, "final_hand": final_hand, "my_sur": my_sur}
 
 
 def value(known: dict, cards) -> float:
@@ -111,67 +136,87 @@ def threat(known: dict, pool: list) -> float:
     if not pool:
         return 0.0
     p_rank = known["p_rank"]
-    numeric = sorted(x for x in pool if RANK[x] < JACK)
-    all_numeric = len(numeric) == len(pool)
+    card_value = known["card_value"]
     opp_sur = known["opp_sur"]
     cands = []
+    numeric = [x for x in pool if RANK[x] < JACK]
     if numeric:
-        best = best_captures(tuple(numeric), known["card_value"], opp_sur if all_numeric else 0.0)
-        for r in range(10):                             # their card of value r + 1
-            p = p_rank[r]
-            if p and best[10 - r]:
-                cands.append((best[10 - r], p))
-    sweep = [x for x in pool if RANK[x] <= JACK]
+        numeric.sort()
+        best = best_captures(numeric, card_value, opp_sur if len(numeric) == len(pool) else 0.0)
+        # their card of value r + 1 (r = 0..9, the chance p_rank[r]) takes the best of target 10 - r
+        cands = [(b, p) for b, p in zip(best[10:0:-1], p_rank) if p and b]
+    sweep = [x for x in pool if RANK[x] <= JACK]       # what a jack would take: numeric cards and jacks
     if sweep and p_rank[JACK]:
-        cands.append((value(known, sweep), p_rank[JACK]))
-    for r in (JACK + 1, JACK + 2):                      # Q, K: pair one
-        p = p_rank[r]
-        if p:
-            same = [x for x in pool if RANK[x] == r]
-            if same:
-                g = max(value(known, (x,)) for x in same) + (opp_sur if len(pool) == 1 else 0.0)
-                cands.append((g, p))
+        cands.append((sum([card_value[c] for c in sweep]), p_rank[JACK]))
+    if len(sweep) < len(pool):
+        for r in _QUEEN_KING:                           # Q, K: pair one
+            p = p_rank[r]
+            if p:
+                same = [card_value[x] for x in pool if RANK[x] == r]
+                if same:
+                    cands.append((max(same) + (opp_sur if len(pool) == 1 else 0.0), p))
     return expected_best(cands)
 
 
-def _jack_flags(known: dict, card: int, row: list) -> None:
-    if RANK[card] == JACK:
-        row[F_JACK_FINAL if known["final_hand"] else F_JACK] = 1.0
-
-
-def capture_features(state, known: dict, card: int, option: tuple) -> list:
+def _capture_row(state, known: dict, card: int, option: tuple, jack: bool) -> list:
     """The feature row of capturing ``option`` with ``card`` (in points, unscaled)."""
+    card_value = known["card_value"]
+    pool = state.pool
     row = [0.0] * MOVE_FEATURES
-    taken = (*option, card)
-    row[F_TAKEN] = value(known, taken)
-    row[F_POINTS] = float(sum([CARD_POINTS[x] for x in taken]))
-    row[F_SUR] = 1.0 if state._sur_kind(known["seat"], card, option) in ("sur", "cancel") else 0.0
-    row[F_CAPTURE] = 1.0
-    _jack_flags(known, card, row)
-    if RANK[card] == JACK:
+    row[F_TAKEN] = sum([card_value[c] for c in option] + [card_value[card]])
+    row[F_POINTS] = float(sum([CARD_POINTS[x] for x in option]) + CARD_POINTS[card])
+    if jack:
+        row[F_JACK_FINAL if known["final_hand"] else F_JACK] = 1.0
         row[F_JACK_SWEEP] = 1.0
-    left = set(option)
-    rest = [x for x in state.pool if x not in left]
+    elif len(option) == len(pool) and known["my_sur"]:
+        row[F_SUR] = 1.0
+    row[F_CAPTURE] = 1.0
+    if len(option) == len(pool):
+        rest = []
+    elif len(option) == 1:
+        taken = option[0]
+        rest = [x for x in pool if x != taken]
+    else:
+        rest = [x for x in pool if x not in option]
     if known["round_over"]:
-        row[F_LEFTOVER] = value(known, rest)           # the leftover comes to me, the last capturer
+        row[F_LEFTOVER] = sum([card_value[c] for c in rest])   # the leftover comes to me, the last capturer
     else:
         row[F_THREAT] = threat(known, rest)
     return row
+
+
+def _best_capture_row(state, known: dict, card: int, options, sur_value: float) -> list:
+    """The row of ``card``'s most valuable capture among ``options`` (the first of equals), by :func:`net_value`."""
+    jack = RANK[card] == JACK
+    best_row, best = None, None
+    for option in options:
+        row = _capture_row(state, known, card, option, jack)
+        net = net_value(row, sur_value)
+        if best_row is None or net > best:
+            best_row, best = row, net
+    return best_row
 
 
 def trail_features(state, known: dict, card: int) -> list:
     """The feature row of trailing ``card`` (in points, unscaled)."""
     row = [0.0] * MOVE_FEATURES
-    row[F_TRAILED] = value(known, (card,))
-    _jack_flags(known, card, row)
+    card_value = known["card_value"]
+    row[F_TRAILED] = card_value[card]
+    if RANK[card] == JACK:
+        row[F_JACK_FINAL if known["final_hand"] else F_JACK] = 1.0
     rest = state.pool + [card]
     if known["round_over"]:
         lc = state.last_capturer
-        left = value(known, rest)
+        left = sum([card_value[c] for c in rest])
         row[F_LEFTOVER] = left if lc == known["seat"] else -left if lc is not None else 0.0
     else:
         row[F_THREAT] = threat(known, rest)
     return row
+
+
+def capture_features(state, known: dict, card: int, option: tuple) -> list:
+    """The feature row of capturing ``option`` with ``card`` (in points, unscaled)."""
+    return _capture_row(state, known, card, option, RANK[card] == JACK)
 
 
 def net_value(row: list, sur_value: float) -> float:
@@ -180,23 +225,30 @@ def net_value(row: list, sur_value: float) -> float:
     return row[F_TAKEN] + row[F_SUR] * sur_value - row[F_THREAT] + row[F_LEFTOVER]
 
 
-def move_features(state, known: dict | None = None) -> dict:
+def appraise(state, known: dict | None = None) -> dict:
     """For every legal action of the player to act, its feature row (in points, unscaled): a card's trail or
     its most valuable capture (:func:`net_value`), or in SELECT the most valuable capture still reachable
-    through the pick."""
+    through the pick. Computed anew; :func:`move_features` is the cached one."""
+    rows = {}
+    if state.current_player is None:
+        return rows
     known = knowledge(state) if known is None else known
     sur_value = state.settings.sur_value
-    rows = {}
-    for a in state.legal_actions():
-        if a >= TAKE:
-            k, x, card = len(state.picked), a - TAKE, state.sel_card
-            options = [o for o in state.cand if o[k] == x]
-        else:
-            card = a
-            options = state.capture_options(card)
-            if not options:
-                rows[a] = trail_features(state, known, card)
-                continue
-        rows[a] = max((capture_features(state, known, card, o) for o in options),
-                      key=lambda row: net_value(row, sur_value))
+    if state.phase == PHASE_SELECT:
+        k, card, cand = len(state.picked), state.sel_card, state.cand
+        for a in state.sel_legal:
+            x = a - TAKE
+            rows[a] = _best_capture_row(state, known, card, [o for o in cand if o[k] == x], sur_value)
+        return rows
+    for card in state.hands[state.current_player]:
+        options = state.capture_options(card)
+        rows[card] = (_best_capture_row(state, known, card, options, sur_value) if options
+                      else trail_features(state, known, card))
     return rows
+
+
+def move_features(state, known: dict | None = None) -> dict:
+    """For every legal action of the player to act, its feature row (in points, unscaled): :func:`appraise`,
+    computed once per state version and shared by every reader of this decision (``state.appraisal()``: the
+    observation, the heuristic). The dict and its rows are shared: read them, never change them."""
+    return state.appraisal() if known is None else appraise(state, known)

@@ -47,7 +47,7 @@ Actions: ``Discrete(104)`` (§2h)
     ``"take 5S"`` in SELECT. ``parse_action`` also accepts the bare card (``"7H"``, ``"5S"``), ``"play 7H"``,
     and in SELECT the finished capture (``"6D takes 5S"``) for the pick that completes it.
 
-Observation (§2i), length 390, relative to the observer; all values within [0, 10] (ratios clipped):
+Observation (§2i), relative to the observer; all values within [0, 10] (ratios clipped) but the appraisal's:
 
     =======================================================================================  ===========
     own hand; pool; my captured cards; opponent's captured cards; unseen cards (multi-hot)   5×52   0
@@ -58,8 +58,11 @@ Observation (§2i), length 390, relative to the observer; all values within [0, 
     match totals / target, mine and theirs; sur-cap flags mine and theirs; I am the dealer   5      278
     phase (PLAY, SELECT); card being played (one-hot); cards picked so far (multi-hot);     2+52+52+1  283
       remaining sum to 11 / 10 (numeric card in SELECT only)
+    per action, my turn only: what it takes and leaves (appraisal.py), 104 rows of 10        1040   390
     =======================================================================================  ===========
 
+    ``observation="appraised"`` (the default, length 1430: the shipped bots read it) is every block;
+    ``observation="plain"`` (length 390, ``PLAIN_OBS_SIZE``) is the same without the per-action appraisal.
     "Unseen" is every card not in my hand, the pool, a captured pile or being played: the opponent's hand
     and the stock (a buried jack included).
 
@@ -99,12 +102,13 @@ from ..core.cards import ACE, JACK, KING, NUM_CARDS, QUEEN, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
-from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
+from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings, observation_setting
 
 from . import appraisal
 from .tables import (PLAY, TAKE, NUM_ACTIONS, PHASE_PLAY, PHASE_SELECT, PHASE_NAMES, HAND, HANDS_PER_ROUND,
-                     STOCK_SIZE, MOVE_FEATURES, OBS_SIZE, TWO_CLUBS, TEN_DIAMONDS, HAFT_KHAJ, HAFT_KHAJ_POINTS,
-                     CARD_POINTS, IS_CLUB, RANK)  # noqa: F401 (names of the rules, also imported from here)
+                     STOCK_SIZE, MOVE_FEATURES, OBS_SIZE, PLAIN_OBS_SIZE, TWO_CLUBS, TEN_DIAMONDS, HAFT_KHAJ,
+                     HAFT_KHAJ_POINTS, CARD_POINTS, IS_CLUB,
+                     RANK)  # noqa: F401 (names of the rules, also imported from here)
 
 
 def _enumerate_subsets(values: tuple, target: int) -> tuple:
@@ -152,6 +156,7 @@ SETTINGS = SettingsSpec("pasur", [
     Choice("redeal_rule", "standard", ("standard", "jacks_only"), doc="PA-5"),
     Choice("tie_rule", "extra_round", ("extra_round", "draw"), doc="equal totals at the end: another round, or a draw"),
     *common_settings("max_rounds", 30, 200),
+    observation_setting(appraised=True),
 ])
 
 
@@ -162,6 +167,7 @@ class PasurGame(Game):
     obs_low = -10.0
     obs_high = 10.0
     cap_setting = "max_rounds"
+    space_settings = ("observation",)
     action_feature_size = MOVE_FEATURES
 
     # ----- documentation page (envs/core/docs.py) ---------------------------------------------------------
@@ -212,8 +218,12 @@ class PasurGame(Game):
                  "jack (final hand), jack sweep, value trailed, the opponent's expected best reply on the pool "
                  "left, the leftover pool at the round's last play (+ mine, − theirs); a card's row is its most "
                  "valuable capture, a TAKE's the most valuable capture still reachable through it",
-                 NUM_ACTIONS * MOVE_FEATURES, "points / 5", key="moves"),
+                 NUM_ACTIONS * MOVE_FEATURES, "points / 5", key="moves", appraisal=True),
     ]
+    observation_kinds_note = ("The appraised observation is the default because the shipped Pâsur bots read it: their "
+                              "action-feature head scores every move from its row (docs/bots.md), and a bot trained "
+                              "before the `observation` setting existed is held to it. The plain one has v0's blocks: "
+                              "for training from the view alone, and cheaper, since no appraisal is computed for it.")
     observation_notes = ("Hidden: the opponent's hand and the stock order; \"unseen\" is the opponent's hand and "
                          "the stock together (a buried jack included).")
     rewards_note = ("Deal (round) points (§2d): 7 for 7 or more clubs (haft khâj), 3 for 10♦, 2 for 2♣, 1 per A "
@@ -221,7 +231,10 @@ class PasurGame(Game):
                     "`target_score` the higher total wins; `tie_rule` decides equal totals; `max_rounds` "
                     "truncates.")
     version_history = [(0, "first release"),
-                       (1, "observation: what every legal action takes and leaves (10 numbers each)")]
+                       (1, "observation: what every legal action takes and leaves (10 numbers each); "
+                           "v1 also offers the observation without the appraisal (v0's blocks) as "
+                           "`observation=\"plain\"` (a setting; the appraised one stays the default, so the bots "
+                           "and playthroughs of v1 are unchanged)")]
 
     def __init__(self, **settings):
         self._explicit = set(settings)
@@ -255,11 +268,14 @@ class PasurGame(Game):
 
 # observation offsets, from the blocks' sizes (docs/envs/pasur.md lists the blocks)
 _OFFSETS = fixed_offsets(PasurGame.observation_blocks)
-# (the last block, "moves", is written by State._write_action_rows: the observation's end)
+# (the last block, "moves", is written by State._write_action_rows: the appraised observation's end; the plain
+# observation stops where it starts)
 (OBS_POOL, OBS_MINE, OBS_THEIRS, OBS_UNSEEN, OBS_CLUBS, OBS_HAND_NUMBER, OBS_FINAL, OBS_STOCK, OBS_LAST_CAPTURER,
- OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING) = (
+ OBS_TOTALS, OBS_SUR_CAP, OBS_DEALER, OBS_PHASE, OBS_PLAYED, OBS_PICKED, OBS_REMAINING, OBS_MOVES) = (
     _OFFSETS[k] for k in ("pool", "mine", "theirs", "unseen", "clubs", "hand_number", "final", "stock",
-                          "last_capturer", "totals", "sur_cap", "dealer", "phase", "played", "picked", "remaining"))
+                          "last_capturer", "totals", "sur_cap", "dealer", "phase", "played", "picked", "remaining",
+                          "moves"))
+assert OBS_MOVES == PLAIN_OBS_SIZE and OBS_SIZE == OBS_MOVES + NUM_ACTIONS * MOVE_FEATURES
 
 
 class PasurState(State):
@@ -498,7 +514,7 @@ class PasurState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        obs = np.zeros(self.game.observation_size, dtype=np.float32)
         opp = 1 - seat
         hand, pool = self.hands[seat], self.pool
         mine, theirs = self.captured[seat], self.captured[opp]
@@ -541,9 +557,12 @@ class PasurState(State):
         elif self.current_player is not None:
             ones.append(OBS_PHASE)
         obs[ones] = 1.0
-        if self.current_player == seat:                 # what each of my legal actions would take and leave
-            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
+        if self.current_player == seat and self.game.appraised:   # what each of my legal actions takes and leaves
+            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
         return obs
+
+    def _appraise(self) -> dict:
+        return appraisal.appraise(self)
 
     @staticmethod
     def _took_text(card: int, taken) -> str:

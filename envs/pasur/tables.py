@@ -17,7 +17,8 @@ HAND = 4
 HANDS_PER_ROUND = 6
 STOCK_SIZE = 40                # PA-11
 MOVE_FEATURES = 10             # numbers per action in the observation's last block (appraisal.py)
-OBS_SIZE = 390 + NUM_ACTIONS * MOVE_FEATURES
+PLAIN_OBS_SIZE = 390           # observation="plain": every block but the appraisal
+OBS_SIZE = PLAIN_OBS_SIZE + NUM_ACTIONS * MOVE_FEATURES   # observation="appraised" (the default)
 TWO_CLUBS = card_id(1, CLUBS)
 TEN_DIAMONDS = card_id(TEN, DIAMONDS)
 HAFT_KHAJ = 7                  # 7 or more clubs

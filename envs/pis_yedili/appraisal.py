@@ -9,6 +9,15 @@ every legal action, the numbers below (:func:`move_features`), and the network's
 The next player's hand is taken to be dealt at random from the cards the seat has not seen (neither in its hand
 nor on the discard pile). Only what the seat knows is read: its hand, the discard pile, the top card and named
 suit, the hand sizes, the pending penalty, the direction and the settings; never another hand or the stock.
+
+Speed. :func:`move_features` is the state's appraisal (``state.appraisal()``): computed once per state version,
+for the player to act only, and shared by every reader of the decision; the plain observation
+(``observation="plain"``) never computes it. :class:`Known`'s counts of the unseen cards start from the copies not
+on the discard pile, which the state keeps up to date as the pile grows (``_discard_unseen``), so a decision
+counts only its own hand instead of the whole deck and pile. The numbers are the reference's to the bit
+(``tests/envs/reference/pis_yedili_appraisal.py``, the first implementation, kept as their definition;
+tests/envs/test_appraisal.py compares the two over a corpus of states). NumPy does not pay here: a decision
+weighs a handful of moves, fewer numbers than a NumPy call costs.
 """
 
 from __future__ import annotations
@@ -60,32 +69,27 @@ class Known:
         self.hand, self.n = hand, n
         self.next_size = len(state.hands[(seat + d) % n])
         self.prev_size = len(state.hands[(seat - d) % n])
-        unseen = [state.game.packs] * NUM_CARDS
+        # the copies not on the discard pile, kept by the state as the pile grows; then my hand taken out
+        _, _, left, suits, ranks, total = state._discard_unseen()
+        unseen, us, ur = left[:], suits[:], ranks[:]
+        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
+        value = 0
         for c in hand:
+            s, r, v = c // 13, c % 13, VALUE[c]
             unseen[c] -= 1
-        for c in state.discard:
-            unseen[c] -= 1
-        us, ur = [0] * 4, [0] * 13
-        total = 0
-        for c in range(NUM_CARDS):
-            k = unseen[c]
-            if k:
-                us[c // 13] += k
-                ur[c % 13] += k
-                total += k * VALUE[c]
+            us[s] -= 1
+            ur[r] -= 1
+            total -= v
+            rc[r] += 1
+            value += v
+            if r != JACK:
+                sc[s] += 1
+                sv[s] += v
         for s in range(4):                       # a J follows anything: counted apart from its suit
             us[s] -= unseen[13 * s + JACK]
         self.unseen, self.unseen_suit, self.unseen_rank = unseen, us, ur
         self.pool = sum(ur)
         self.mean_unseen = total / self.pool if self.pool else 0.0
-        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
-        value = 0
-        for c in hand:
-            rc[c % 13] += 1
-            value += VALUE[c]
-            if c % 13 != JACK:
-                sc[c // 13] += 1
-                sv[c // 13] += VALUE[c]
         self.hand_value, self.suit_count, self.suit_value, self.rank_count = value, sc, sv, rc
 
     def followers(self, card: int, named: int | None = None) -> int:
@@ -110,7 +114,17 @@ class Known:
 
 
 def move_features(state, seat: int | None = None) -> dict:
-    """{legal action: its MOVE_FEATURES numbers} for the player to act (``seat``, default the player to act)."""
+    """{legal action: its MOVE_FEATURES numbers} for the player to act (``seat``, default the player to act):
+    :func:`appraise`, computed once per state version and shared by every reader of the decision
+    (``state.appraisal()``). The dict and its rows are shared: read them, never change them."""
+    if seat is None or seat == state.current_player:
+        return state.appraisal()
+    return appraise(state, seat)
+
+
+def appraise(state, seat: int | None = None) -> dict:
+    """{legal action: its MOVE_FEATURES numbers} for the player to act (``seat``, default the player to act),
+    computed anew."""
     seat = state.current_player if seat is None else seat
     legal = state.legal_actions()
     if not legal:

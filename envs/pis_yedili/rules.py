@@ -93,7 +93,9 @@ Actions: ``Discrete(71)`` (§3h)
     Bare forms accepted by ``parse_action``: ``"play 7H"``; ``"JD spades"``, ``"JD S"``, ``"JD ♠"``,
     ``"play JD names spades"``; ``"take"``, ``"take penalty"``.
 
-Observation (§3i), relative to the observer, length 1,319 (v1; v0 was the first 183):
+Observation (§3i), relative to the observer: ``observation="appraised"`` (the default: the shipped bots read it)
+has every block, length 1,319; ``observation="plain"`` stops before the appraisal, length 183 (``PLAIN_OBS_SIZE``,
+v0's blocks):
 
     ==========================================================================  ====  =======
     block                                                                       size  offset
@@ -137,10 +139,11 @@ from ..core.cards import ACE, JACK, NUM_CARDS, SEVEN, SUIT_NAMES, SUITS, TEN, ca
 from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
-from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
+from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings, observation_setting
 
 from . import appraisal
-from .tables import (HAND_SIZE, PLAY_J, DRAW, PASS, TAKE_PENALTY, NUM_ACTIONS, MOVE_FEATURES, OBS_SIZE, RANK,
+from .tables import (HAND_SIZE, PLAY_J, DRAW, PASS, TAKE_PENALTY, NUM_ACTIONS, MOVE_FEATURES, OBS_SIZE,
+                     PLAIN_OBS_SIZE, RANK,
                      ORDINARY, VALUE, FIRST_OK, IS_JACK, JACK_IDS, MATCH,
                      JACK_ACTIONS)  # noqa: F401 (names of the rules, also imported from here)
 
@@ -174,12 +177,13 @@ SETTINGS = SettingsSpec("pis_yedili", [
     Flag("muamele_on_exhaustion", False, doc="PY-10"),
     Choice("stock_end", "when_empty", ("when_empty", "on_failed_draw"), doc="PY-10"),
     *common_settings("max_deals", 60, 500),
+    observation_setting(appraised=True),
 ])
 
 
 class PisYediliGame(Game):
     name = "pis_yedili"
-    space_settings = ("players",)
+    space_settings = ("players", "observation")
     version = 1
     settings_spec = SETTINGS
     obs_low = -10.0
@@ -233,15 +237,22 @@ class PisYediliGame(Game):
                  "a card played, value shed, J, 7, A, goes out, follow-up ready, suit kept, rank kept, the chance "
                  "the next player follows, hand value kept, that value exposed to the next player going out, the "
                  "card kept for last, the last 7 played, cards drawn, the bounce", NUM_ACTIONS * MOVE_FEATURES,
-                 "fractions (appraisal.py)", key="moves"),
+                 "fractions (appraisal.py)", key="moves", appraisal=True),
     ]
+    observation_kinds_note = ("The appraised observation is the default because the shipped Pis Yedili bots read it "
+                              "(their action-feature head scores every move from its row), and a bot trained before "
+                              "the `observation` setting existed is held to it. The plain one has v0's blocks: "
+                              "for training from the view alone, and cheaper, since no appraisal is computed for it.")
     observation_notes = "Hidden: the other hands and the stock order."
     rewards_note = ("Deal points are penalties (§3d): the cards left in a hand (2-10 face value, Q K 10, A 11, J 25), "
                     "times `jack_out_multiplier` or `seven_out_multiplier` when the deal was won with a J or a 7, "
                     "plus Muamele draws (PY-11). The match ends after a deal in which someone reaches "
                     "`game_end_penalty`; the lowest total wins, ties share (PY-12); `max_deals` truncates.")
     version_history = [(0, "first release"),
-                       (1, "the observation ends with every legal move's appraisal (16 numbers per action)")]
+                       (1, "the observation ends with every legal move's appraisal (16 numbers per action); "
+                           "v1 also offers the observation without the appraisal (v0's blocks) as "
+                           "`observation=\"plain\"` (a setting; the appraised one stays the default, so the bots "
+                           "and playthroughs of v1 are unchanged)")]
 
     def house_settings(self) -> list[str]:
         """The settings in force, in words, for the player guide (envs/core/guide.py)."""
@@ -298,6 +309,7 @@ _OFFSETS = fixed_offsets(PisYediliGame.observation_blocks)
  OBS_TOTALS, OBS_PLAYERS, OBS_DIRECTION, OBS_MOVES) = (_OFFSETS[k] for k in (
     "top", "named_suit", "pending", "phase", "follow", "drawn", "discard", "hand_sizes", "stock", "totals",
     "players", "direction", "moves"))
+assert OBS_MOVES == PLAIN_OBS_SIZE and OBS_SIZE == OBS_MOVES + NUM_ACTIONS * MOVE_FEATURES
 
 
 class PisYediliState(State):
@@ -638,7 +650,7 @@ class PisYediliState(State):
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
         n = self.num_players
-        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        obs = np.zeros(self.game.observation_size, dtype=np.float32)
         held = set()
         for c in self.hands[seat]:                  # counts / 2 (two copies with two packs)
             obs[c] = 1.0 if c in held else 0.5
@@ -673,9 +685,12 @@ class PisYediliState(State):
         tail[OBS_PLAYERS - OBS_HAND_SIZES + n - 2] = 1.0
         tail[OBS_DIRECTION - OBS_HAND_SIZES] = self.direction
         obs[OBS_HAND_SIZES:OBS_MOVES] = tail
-        if self.current_player == seat:                 # what each of my legal actions sheds, keeps and risks
-            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
+        if self.current_player == seat and self.game.appraised:   # what each of my legal actions sheds, keeps, risks
+            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
         return obs
+
+    def _appraise(self) -> dict:
+        return appraisal.appraise(self)
 
     def _discard_counts(self) -> np.ndarray:
         """Discard pile counts / 2, updated lazily: during a deal the pile only grows (a new deal or Muamele
@@ -689,6 +704,30 @@ class PisYediliState(State):
             counts[c] += 0.5
         cache[1] = len(discard)
         return counts
+
+    def _discard_unseen(self) -> list:
+        """``[pile, cards read, left, left per suit, left per rank, their penalty value]``: how many copies of each
+        card (of each suit, of each rank) are not on the discard pile, and their total value (PY-13), where the
+        appraisal's count of the cards a seat has not seen starts (``appraisal.Known``). Updated lazily like
+        :meth:`_discard_counts`: during a deal the pile only grows (a new deal replaces it, and a clone has its own
+        list, which both trigger a rebuild)."""
+        discard = self.discard
+        cache = self.__dict__.get("_ucache")
+        if cache is None or cache[0] is not discard or cache[1] > len(discard):
+            packs = self.game.packs
+            cache = self._ucache = [discard, 0, [packs] * NUM_CARDS, [13 * packs] * 4, [4 * packs] * 13,
+                                    packs * sum(VALUE)]
+        if cache[1] < len(discard):
+            left, suits, ranks = cache[2], cache[3], cache[4]
+            total = cache[5]
+            for c in discard[cache[1]:]:
+                left[c] -= 1
+                suits[c // 13] -= 1
+                ranks[c % 13] -= 1
+                total -= VALUE[c]
+            cache[1] = len(discard)
+            cache[5] = total
+        return cache
 
     # ----- the move log ---------------------------------------------------------------------------
     def _next_cards(self, k: int) -> list[int]:
@@ -814,6 +853,7 @@ class PisYediliState(State):
         d["muamele_cards"] = [m[:] for m in self.muamele_cards]
         d["limits"] = self.limits[:]                    # tuples of tuples: shared, never mutated
         d.pop("_dcache", None)
+        d.pop("_ucache", None)
         st.__dict__ = d
         return st
 

@@ -13,7 +13,8 @@ PASS = 69
 TAKE_PENALTY = 70
 NUM_ACTIONS = 71
 MOVE_FEATURES = 16             # numbers per action in the observation's last block (appraisal.py)
-OBS_SIZE = 183 + NUM_ACTIONS * MOVE_FEATURES
+PLAIN_OBS_SIZE = 183           # observation="plain": every block but the appraisal
+OBS_SIZE = PLAIN_OBS_SIZE + NUM_ACTIONS * MOVE_FEATURES   # observation="appraised" (the default)
 
 # ----- precomputed card tables --------------------------------------------------------------------------
 RANK = [c % 13 for c in range(NUM_CARDS)]

@@ -118,7 +118,7 @@ from ..core.cards import NUM_CARDS, SUITS, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock
 from ..core.engine import Game, Move, State
 from ..core.rng import copy_rng, seeded, shuffle
-from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings
+from ..core.settings import Choice, Flag, Int, SettingsSpec, common_settings, observation_setting
 
 # actions (§4h)
 TURN, GIVE, PLACE, KEEP = 0, 1, 2, 3
@@ -148,11 +148,13 @@ SETTINGS = SettingsSpec("pishe_pasha", [
     Flag("rank_wrap", False, doc="K and A are one rank apart for fitting the opponent's pile (PP-3)"),
     Int("max_turns", 1000, 1, 100_000, doc="turns per deal; reaching it is a drawn deal worth 0 (§4d)"),
     *common_settings("max_deals", 40, 1000),
+    observation_setting(appraised=False),
 ])
 
 
 class PishePashaGame(Game):
     name = "pishe_pasha"
+    space_settings = ("observation",)
     version = 0
     settings_spec = SETTINGS
 

@@ -10,6 +10,14 @@ A card counts by its *value*: its card points (§1d) and ``CARD_BONUS`` for bein
 bonus goes to the side with the most cards). A face-down card counts at the mean value of the cards the seat has
 not seen. Only what the seat knows is read: its own hand, the face-up pile, the seen cards, the public counts
 and the buried jacks (shown when buried); never another hand, the stock or a face-down card.
+
+Speed. :func:`move_features` is the state's appraisal (``state.appraisal()``): computed once per state version,
+for the player to act only, and shared by every reader of the decision; the plain observation
+(``observation="plain"``) never computes it. :func:`appraise` works out what a decision's cards share once (the
+pile's top and size, the next player's take from the pile any capture empties) and gives the reference's
+numbers to the bit (``tests/envs/reference/pishti_appraisal.py``, the first implementation, kept as their
+definition; tests/envs/test_appraisal.py compares the two over a corpus of states). NumPy does not pay here: a
+decision has at most four cards, fewer numbers than a NumPy call costs.
 """
 
 from __future__ import annotations
@@ -142,7 +150,52 @@ def features(state, known: dict, card: int) -> list:
     return row
 
 
-def move_features(state, known: dict | None = None) -> dict:
-    """For every legal action of the player to act, its feature row (in points, unscaled)."""
+def appraise(state, known: dict | None = None) -> dict:
+    """For every legal action of the player to act, its feature row (in points, unscaled), computed anew: the
+    rows of :func:`features`, with what the cards of one decision share (the pile's top and size, the next
+    player's take after any capture, which empties the pile) worked out once."""
+    if state.current_player is None:
+        return {}
     known = knowledge(state) if known is None else known
-    return {card: features(state, known, card) for card in state.legal_actions()}
+    pile = state.pile
+    value = known["value"]
+    last_play = known["last_play"]
+    rows = {}
+    if not pile:                                         # every card but a counting jack trails
+        for card in state.hands[state.current_player]:
+            rows[card] = features(state, known, card)
+        return rows
+    top_rank = pile[-1] % 13
+    size = len(pile)
+    pile_value = known["pile_value"]
+    after_capture = None                                 # the next player's take from the emptied pile
+    for card in state.hands[state.current_player]:
+        rank = card % 13
+        row = [0.0] * MOVE_FEATURES
+        if rank == JACK or rank == top_rank:             # it takes the pile
+            if rank == JACK:
+                row[F_JACK] = 1.0
+            row[F_CAPTURE] = 1.0
+            if size == 1 and not last_play:
+                row[F_PISTI] = float(state._pisti_value(card, pile[0]))
+            row[F_TAKEN] = pile_value + value[card]
+            row[F_CARDS] = size + 1.0
+            if after_capture is None:
+                after_capture = threat(state, known, None, 0, 0.0)
+            row[F_THREAT] = after_capture
+        else:                                            # it stays on top
+            row[F_TRAILED] = value[card]
+            worth = pile_value + value[card]
+            if last_play:                                # the pile goes to the last capturer (PI-10)
+                row[F_LEFTOVER] = worth if state.last_capturer == state.game.sides[known["seat"]] else -worth
+            else:
+                row[F_THREAT] = threat(state, known, card, size + 1, worth)
+        rows[card] = row
+    return rows
+
+
+def move_features(state, known: dict | None = None) -> dict:
+    """For every legal action of the player to act, its feature row (in points, unscaled): :func:`appraise`,
+    computed once per state version and shared by every reader of the decision (``state.appraisal()``). The dict
+    and its rows are shared: read them, never change them."""
+    return state.appraisal() if known is None else appraise(state, known)

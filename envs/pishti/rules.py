@@ -47,7 +47,9 @@ Observation (§1i), relative to the observer; S sides, N players:
     per action, my turn only: what the card takes and leaves (appraisal)  52 × 8
     ====================================================================  ===========
 
-    Lengths: 643 (2 players), 657 (4 alone), 647 (4 in partnerships).
+    Lengths: 643 (2 players), 657 (4 alone), 647 (4 in partnerships) with ``observation="appraised"`` (the
+    default: the shipped bots read it); ``observation="plain"`` is every block but the last (the appraisal):
+    227, 241, 231.
 
 ``to_dict()`` keys: ``game``, ``settings``, ``players``, ``dealer``, ``current_player``, ``hands`` (per seat),
 ``stock`` (top first), ``pile`` (bottom first), ``pile_face_down`` (how many of the pile's bottom cards are
@@ -66,7 +68,7 @@ from ..core.cards import ACE, JACK, NUM_CARDS, card_id, card_str, cards_str
 from ..core.docs import ActionRange, ObsBlock, fixed_offsets
 from ..core.engine import Game, Move, State
 from ..core.rng import seeded, shuffle
-from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings
+from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_settings, observation_setting
 
 from . import appraisal
 from .tables import (PLAYS_PER_DEAL, PACKET, MOVE_FEATURES, TWO_CLUBS, TEN_DIAMONDS, JACKS,
@@ -87,12 +89,13 @@ SETTINGS = SettingsSpec("pishti", [
     Int("ten_diamonds_value", 3, 3, 4, doc="points of TD"),
     Choice("tie_rule", "extra_deal", ("extra_deal", "shared_win"), doc="a tie at the top: another deal, or shared"),
     *common_settings("max_deals", 40, 200),
+    observation_setting(appraised=True),
 ])
 
 
 class PishtiGame(Game):
     name = "pishti"
-    space_settings = ("players", "partnerships")
+    space_settings = ("players", "partnerships", "observation")
     version = 1
     settings_spec = SETTINGS
     obs_low = -10.0
@@ -134,15 +137,22 @@ class PishtiGame(Game):
                  "takes and leaves (envs/pishti/appraisal.py): capture, pişti points, value taken, cards taken, "
                  "jack, value trailed, the next player's expected take from the pile left, the pile left at the "
                  "deal's last play (+ to my side, − to another)", NUM_CARDS * MOVE_FEATURES, "points / 10",
-                 key="moves"),
+                 key="moves", appraisal=True),
     ]
+    observation_kinds_note = ("The appraised observation is the default because the shipped Pişti bots read it "
+                              "(their action-feature head scores every card from its row), and a bot trained before "
+                              "the `observation` setting existed is held to it. The plain one has v0's blocks: "
+                              "for training from the view alone, and cheaper, since no appraisal is computed for it.")
     observation_notes = ("Hidden: the other hands, the stock order and the three face-down opening cards of the pile "
                          "(never shown before the deal ends, PI-11).")
     rewards_note = ("Deal points of a side (§1d): 1 per J and A, `two_clubs_value` for 2♣, `ten_diamonds_value` for "
                     "10♦, `majority_bonus` for the unique most cards, and its pişti points. The match ends after a "
                     "deal in which a side reaches `target_score`; `max_deals` truncates it.")
     version_history = [(0, "first release"),
-                       (1, "observation: what every legal action takes and leaves (8 numbers each)")]
+                       (1, "observation: what every legal action takes and leaves (8 numbers each); "
+                           "v1 also offers the observation without the appraisal (v0's blocks) as "
+                           "`observation=\"plain\"` (a setting; the appraised one stays the default, so the bots "
+                           "and playthroughs of v1 are unchanged)")]
 
     def house_settings(self) -> list[str]:
         """The settings in force, in words, for the player guide (envs/core/guide.py)."""
@@ -393,9 +403,12 @@ class PishtiState(State):
         lc = self.last_capturer
         ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
         obs[ones] = 1.0
-        if self.current_player == seat:                 # what each of my legal actions would take and leave
-            self._write_action_rows(obs, appraisal.move_features(self), appraisal.FEATURE_SCALE)
+        if self.current_player == seat and g.appraised:   # what each of my legal actions would take and leave
+            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
         return obs
+
+    def _appraise(self) -> dict:
+        return appraisal.appraise(self)
 
     def forced_is_public(self, action: int) -> bool:
         """Any card in hand may be played, so a move is forced only with one card left: hand sizes are public."""

@@ -97,18 +97,16 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
         spec = f"{game_name}/{path.stem}"
         if meta is None:
             continue
-        trained = meta.get("settings", {})
-        shaping = {k: trained[k] for k in envs.game_class(game_name).space_settings if k in trained}
-        label = f"trained bot “{path.stem}”" + (" (" + ", ".join(
-            f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}" for k, v in shaping.items()) + ")"
-            if shaping else "")
+        trained = _trained_for(game_name, meta)
+        words = lambda k, v: f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}"  # noqa: E731
+        label = f"trained bot “{path.stem}”" + (" (" + ", ".join(words(k, v) for k, v in trained.items()) + ")"
+                                               if trained else "")
         fits, reason = True, None
         if game is not None:
             verdict = fit(meta, game, spec)
             if not verdict.ok:
                 fits = False
-                words = lambda k, v: f"{v} players" if k == "players" else f"{k.replace('_', ' ')} {v}"  # noqa: E731
-                reason = ("trained for " + ", ".join(words(k, t) for k, (t, _) in verdict.shaping.items())
+                reason = ("trained for " + ", ".join(words(k, trained[k]) for k in verdict.shaping if k in trained)
                           + "; this table has " + ", ".join(words(k, h) for k, (_, h) in verdict.shaping.items())
                           ) if verdict.shaping else verdict.reason
         out.append({"spec": spec, "label": label, "fits": fits, "reason": reason})
@@ -118,6 +116,27 @@ def opponent_choices(game_name: str, game=None) -> list[dict]:
         out.append({"spec": f"ismcts:{n}", "label": f"searching player, {n} tries a move (slow: seconds a move)",
                     "fits": True, "reason": None})
     out.append({"spec": "random", "label": "random player (any legal move)", "fits": True, "reason": None})
+    return out
+
+
+def _trained_for(game_name: str, meta: dict) -> dict:
+    """The tables a bot was trained for, in words' values, by the settings that shape its observations: ``{"players":
+    "2–20"}`` for a bot of several tables, ``{"players": 2}`` for one; another setting at its default (the stake
+    ladder, the appraised observation) is left out."""
+    game_cls = envs.game_class(game_name)
+    defaults = game_cls.settings_spec.defaults()
+    tables = meta.get("tables") or [meta.get("settings", {})]
+    out = {}
+    for k in game_cls.space_settings:
+        values = sorted({t[k] for t in tables if k in t}, key=lambda v: (str(type(v)), v))
+        if not values or (k not in ("players", "partnerships") and values == [defaults.get(k)]):
+            continue
+        if len(values) == 1:
+            out[k] = values[0]
+        elif all(isinstance(v, int) for v in values) and values == list(range(values[0], values[-1] + 1)):
+            out[k] = f"{values[0]}–{values[-1]}"
+        else:
+            out[k] = " or ".join(map(str, values))
     return out
 
 

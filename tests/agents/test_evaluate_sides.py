@@ -59,7 +59,7 @@ def test_partnerships_are_two_sides():
     assert r["sides"] == 2 and "a draw counts 1/2" in format_report(r)
 
 
-@pytest.mark.parametrize("bot,fair", [("ish/ppo_4p", "; fair share 0.25)"), ("pishti/ppo_2p", ")")])
+@pytest.mark.parametrize("bot,fair", [("ish/dqn_4p", "; fair share 0.25)"), ("pishti/ppo_2p", ")")])
 def test_a_bot_report_reads_the_win_rate_against_the_fair_share_at_more_than_two_sides(bot, fair, tmp_path):
     import json
     import shutil

@@ -143,6 +143,22 @@ def test_overrides_reach_one_stage_or_every_stage_that_does_not_set_the_key(tmp_
         recipe_mod.load_recipe(_write(tmp_path), ["stages.more=1"])
 
 
+def test_a_stage_from_a_shipped_config_takes_its_keys_under_the_recipe_s_and_its_own(tmp_path):
+    shipped = config_mod.load("pishti/dqn")
+    raw = {"seed": 4, "stages": [{"name": "dqn", "from": "pishti/dqn", "total_timesteps": 512}]}
+    recipe = recipe_mod.load_recipe(_write(tmp_path, raw, name="dqn_2p.yaml"))
+    cfg = recipe.stages[0].cfg
+    assert cfg["game"] == "pishti" and cfg["algorithm"] == "dqn" and cfg["dqn"] == shipped["dqn"]
+    assert cfg["pretrain"] == shipped["pretrain"] and cfg["settings"] == shipped["settings"]
+    assert (cfg["seed"], cfg["total_timesteps"]) == (4, 512) != (shipped["seed"], shipped["total_timesteps"])
+    assert recipe.root == Path("runs/pishti_dqn_2p") and cfg["output"] == str(recipe.root / "stages" / "01_dqn")
+    for name, match in [("pishti/dqm", "'pishti/dqm' is not a shipped config; did you mean pishti/dqn"),
+                        ("pishti/ppo_2p", "pishti/ppo_2p is a recipe")]:
+        raw["stages"][0]["from"] = name
+        with pytest.raises(ValueError, match=r"'stages\[0\].from': " + match):
+            recipe_mod.load_recipe(_write(tmp_path, raw))
+
+
 def test_a_recipe_is_not_read_as_a_plain_config(tmp_path):
     with pytest.raises(ValueError, match="is a recipe .* run it with kahve train"):
         config_mod.load(_write(tmp_path))

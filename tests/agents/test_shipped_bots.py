@@ -107,7 +107,7 @@ def test_bot_load_takes_the_names_the_commands_take_from_any_folder(tmp_path, mo
     # a file in the working directory wins over a shipped bot of the same name, as it does for the commands
     local = tmp_path / "checkpoints" / "pishti" / "ppo_2p.onnx"
     local.parent.mkdir(parents=True)
-    shutil.copyfile(checkpoints.find("ish/ppo_4p"), local)
+    shutil.copyfile(checkpoints.find("ish/ppo_every_table"), local)
     assert Bot.load("checkpoints/pishti/ppo_2p.onnx").metadata["game"] == "ish"
     assert Bot.load("pishti/ppo_2p").metadata["game"] == "pishti"
 

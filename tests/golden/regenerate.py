@@ -81,12 +81,27 @@ def observation_text(game, obs: np.ndarray) -> str:
     return " | ".join(parts) or "all zero"
 
 
+#: settings added after the files were written that change no play (only what an observation holds): left out of
+#: a file's header and state digests at their default value, so that the files of the default observation stand
+VIEW_SETTINGS = ("observation",)
+
+
+def recorded_settings(game, settings: dict) -> dict:
+    """``settings`` (a state's or a game's) as the files record them: without a :data:`VIEW_SETTINGS` entry at its
+    default."""
+    spec = game.settings_spec.by_name
+    return {k: v for k, v in settings.items() if not (k in VIEW_SETTINGS and v == spec[k].default)}
+
+
 def state_digest(state) -> str:
-    return _digest(json.dumps(state.to_dict(), sort_keys=True, separators=(",", ":")).encode())
+    data = state.to_dict()
+    data["settings"] = recorded_settings(state.game, data["settings"])
+    return _digest(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _settings_json(game) -> str:
-    return json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in game.settings.items()},
+    return json.dumps({k: (list(v) if isinstance(v, tuple) else v)
+                       for k, v in recorded_settings(game, dict(game.settings.items())).items()},
                       separators=(", ", ": "))
 
 

@@ -23,7 +23,7 @@ from tests.helpers import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 PISHTI_BOT = ROOT / "checkpoints" / "pishti" / "ppo_2p.onnx"
-ISH_BOT = ROOT / "checkpoints" / "ish" / "ppo_4p.onnx"
+ISH_BOT = ROOT / "checkpoints" / "ish" / "ppo_every_table.onnx"
 RULE_ID = re.compile(r"\b(?:C|PI|PA|PY|PP|IS)-\d+\b")
 FILE_PATH = re.compile(r"\w/\w|\.(?:md|py|txt|json|onnx)\b|shared/|seeds?\b")
 WARNING_TEXT = re.compile(r"Warning|warnings\.warn|Traceback|\.py:\d+")

@@ -74,3 +74,12 @@ def test_the_default_is_always_offered(game):
     g = envs.game_class(game)()
     choices = {c["spec"]: c for c in opponent_choices(game, g)}
     assert choices[default_opponent(list(choices.values()))]["fits"]
+
+
+def test_a_bot_of_several_tables_is_labelled_by_its_tables_and_defaults_are_left_out():
+    from kahve.scripts.web.tables import _trained_for
+    ish = envs.game_class("ish")
+    tables = [ish(players=n).settings.as_dict() for n in (4, 2, 3, 5)]
+    assert _trained_for("ish", {"settings": tables[0], "tables": tables}) == {"players": "2–5"}
+    assert _trained_for("ish", {"settings": tables[0], "tables": [tables[1], tables[3]]}) == {"players": "2 or 5"}
+    assert _trained_for("ish", {"settings": {**tables[0], "bet_levels": 5}}) == {"players": 4, "bet_levels": 5}

@@ -161,7 +161,7 @@ def test_fifty_tables_at_once(serve_process):
 #: issue 58: every table plays a trained bot (the shipped one that fits it), so the server holds 200 of them
 TRAINED = [("pasur", {}, "pasur/ppo"), ("pishti", {"players": 2}, "pishti/ppo_2p"),
            ("pis_yedili", {"players": 2}, "pis_yedili/distilled_2p"), ("pishe_pasha", {}, "pishe_pasha/ppo"),
-           ("ish", {"players": 4}, "ish/ppo_4p")]
+           ("ish", {"players": 4}, "ish/ppo_every_table")]
 
 
 def rss_mb(pid: int) -> float:

@@ -1,0 +1,1 @@
+"""Frozen reference implementations that the engine's fast code is tested against, bit for bit."""
