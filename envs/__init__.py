@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 
 from .core import Game, IllegalActionError
+from .core.settings import short
 
 GAMES = ("pasur", "pishti", "pis_yedili", "pishe_pasha", "ish")
 # every game is imported here: an error inside one (a broken import in Pâsur's engine) surfaces as itself,
@@ -24,7 +25,7 @@ ENV_IDS = {_modules[n].raw_env.metadata["env_id"]: n for n in GAMES}
 
 def _resolve(name: str) -> str:
     if not isinstance(name, str):
-        raise ValueError(f"a game name must be a string, not {name!r}; known games: {', '.join(GAMES)}")
+        raise ValueError(f"a game name must be a string, not {short(name)}; known games: {', '.join(GAMES)}")
     key = name.strip().lower().replace("-", "_")
     if key in _modules:
         return key
@@ -34,7 +35,7 @@ def _resolve(name: str) -> str:
                "pishe_pasha": "pishe_pasha", "pisha_pasha": "pishe_pasha"}
     if key in aliases and aliases[key] in _modules:
         return aliases[key]
-    raise ValueError(f"unknown game {name!r}; known games: {', '.join(GAMES)}")
+    raise ValueError(f"unknown game {short(name)}; known games: {', '.join(GAMES)}")
 
 
 def make(name: str, **kwargs):

@@ -4,10 +4,12 @@ references measured in the same run (the measurements: :mod:`kahve.agents.evalua
 from __future__ import annotations
 
 import json
+import math
+import os
 
 from kahve import envs
 
-from .common import parse_settings
+from .common import check_output, parse_settings
 
 
 def add_arguments(parser) -> None:
@@ -25,9 +27,18 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from kahve.agents.evaluation.bench import run_benchmarks
+    if not (math.isfinite(args.seconds) and args.seconds > 0):
+        raise ValueError(f"--seconds must be a positive number, not {args.seconds}")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, not {args.repeats}")
+    for game in args.games or list(envs.GAMES):            # an unknown game or setting fails now, not after the others
+        parse_settings(game, args.settings)
+    if args.json:
+        check_output(args.json, "--json")
     results = run_benchmarks(args.games or list(envs.GAMES), lambda game: parse_settings(game, args.settings),
                              args.seconds, args.repeats, ppo=args.ppo, peers=not args.no_peers)
     if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
     return 0

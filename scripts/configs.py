@@ -37,11 +37,13 @@ def run(args) -> int:
     if args.output is None:
         sys.stdout.write(source.read_text(encoding="utf-8"))
         return 0
+    from .common import check_output
     target = Path(args.output).expanduser()
     if target.is_dir():
         target = target / source.name
     if target.exists() and not args.force:      # never overwrite a config someone has edited
         raise ValueError(f"{target} exists; choose another file or add --force to overwrite it")
+    check_output(str(target), "-o")             # under a file, /dev/null, a folder that cannot be written
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     print(f"copied {args.name} to {target}; train it: kahve train {target}")

@@ -58,6 +58,7 @@ def run(args) -> int:
     if args.record:
         print(f"  game records: {report['records']}")
     if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)   # (check_output allowed new folders)
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     return 0

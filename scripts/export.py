@@ -35,6 +35,9 @@ def run(args) -> int:
 
     if args.levels < 0 or (args.levels and args.report is None):
         raise ValueError("--levels PAIRS adds the difficulty levels to the report: give --report too, and PAIRS >= 1")
+    if args.report is not None and (args.games < 1 or args.workers < 1):
+        raise ValueError(f"--games and --workers of the report must be at least 1, not {args.games} and "
+                         f"{args.workers}")
     check_output(args.output, "-o")                    # a bad output path fails now, not after the export's work
     if args.sb3:
         check_output(args.sb3, "--sb3")

@@ -121,7 +121,7 @@ def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]
     from kahve.agents.policies.bot import NOT_IMPOSED, Bot, BotFileError
     _, meta = Bot.read_metadata(path)
     if meta.get("game") != game:
-        raise BotFileError(f"{path} is a bot for {meta.get('game')}, not {game}")
+        raise BotFileError(f"{path} is a bot for {str(meta.get('game'))[:80]}, not {game}")
     game_class = envs.game_class(game)
     spec, shaping_settings = game_class.settings_spec, game_class.space_settings
     trained = {k: v for k, v in meta.get("settings", {}).items() if k in spec.by_name and k not in NOT_IMPOSED}
@@ -156,10 +156,12 @@ def table_settings(game: str, settings: dict, bot: str) -> tuple[dict, list[str]
 
 
 def _plain(value) -> str:
-    """A setting's value as ``--settings`` takes it."""
+    """A setting's value as ``--settings`` takes it (one read from a bot file shown in part past 200 characters)."""
     if isinstance(value, (list, tuple)):
-        return ",".join(_plain(v) for v in value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
+        text = ",".join(_plain(v) for v in value)
+    else:
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+    return text if len(text) <= 200 else text[:195] + " …" + text[-3:]
 
 
 def _ambiguous(state, answer: str, texts: list[str]) -> list[int]:

@@ -8,6 +8,7 @@ Ctrl-C stops it.
 from __future__ import annotations
 
 import ipaddress
+import math
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -39,7 +40,7 @@ def build_app(host: str = "127.0.0.1", idle_minutes: float = 30.0, max_tables: i
     except ImportError as err:
         raise ValueError(f"kahve serve needs the web extra ({err.name} is missing): "
                          "pip install 'kahve[web]'") from None
-    if idle_minutes <= 0:
+    if math.isnan(idle_minutes) or idle_minutes <= 0:         # (inf: tables never expire, --max-tables bounds them)
         raise ValueError("--idle-minutes must be positive")
     if max_tables < 1:
         raise ValueError("--max-tables must be at least 1")

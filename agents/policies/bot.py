@@ -9,8 +9,8 @@ the evaluation summary.
 Loading needs only numpy and onnxruntime. A file for another game, another observation layout or space
 size, or a file that is not a kahve bot, is refused with a clear error; settings that do not shape the spaces
 (a different target score, say) only warn. A file is checked whole when it loads (:class:`BotFileError`):
-metadata with every key and type, a graph whose input and output names and sizes are the metadata's, and
-finite outputs (NaN or infinite weights show in them).
+metadata with every key and type, a graph whose input and output names and sizes are the metadata's, every weight
+finite (an infinite bias before a tanh would not show in the outputs) and finite outputs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from kahve.envs.core.settings import short
 
 from .card_attention import CardAttention
 from .network import MLP, masked_choice
@@ -283,10 +285,11 @@ class Bot:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise BotFileError(f"{path} is an ONNX file but not a kahve bot (no kahve metadata)")
         if meta.get("format_version") != FORMAT_VERSION:
-            raise BotFileError(f"{path} has bot format version {meta.get('format_version')}; this kahve reads "
+            raise BotFileError(f"{path} has bot format version {short(meta.get('format_version'))}; this kahve reads "
                                f"version {FORMAT_VERSION}")
         check_metadata(meta, path)
         check_graph(session, meta, path)
+        check_weights(path)
         return session, meta
 
     @classmethod
@@ -339,7 +342,7 @@ def check_metadata(meta: dict, path: str = "bot") -> None:
             raise BotFileError(f"{path}: the bot metadata has no {key!r}")
         value = meta[key]
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise BotFileError(f"{path}: the bot metadata's {key!r} is {value!r}, not "
+            raise BotFileError(f"{path}: the bot metadata's {key!r} is {short(value)}, not "
                                + ("a mapping" if kind is dict else "a number" if kind is int else "a text"
                                   if kind is str else "a version"))
     if meta["observation_size"] < 1 or meta["num_actions"] < 1:
@@ -353,7 +356,7 @@ def check_metadata(meta: dict, path: str = "bot") -> None:
         raise BotFileError(f"{path}: the bot metadata's tables are not a list of settings")
     at, size = meta.get("expert_input"), meta["observation_size"]
     if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < size):
-        raise BotFileError(f"{path}: the bot metadata's expert_input is {at!r}, not an observation input "
+        raise BotFileError(f"{path}: the bot metadata's expert_input is {short(at)}, not an observation input "
                            f"(0 to {size - 1})")
 
 
@@ -368,10 +371,10 @@ def check_graph(session, meta: dict, path: str = "bot") -> None:
     for what, node, want in (("input", inputs[0], want_in), ("output", outputs[0], want_out)):
         shape = list(node.shape)
         if len(shape) != 2 or not (shape[1] == want or shape[1] is None or isinstance(shape[1], str)):
-            raise BotFileError(f"{path}: the graph's {what} {node.name!r} has shape {shape}; the metadata says "
+            raise BotFileError(f"{path}: the graph's {what} {short(node.name)} has shape {shape}; the metadata says "
                                f"[batch, {want}]")
         if node.type != "tensor(float)":
-            raise BotFileError(f"{path}: the graph's {what} {node.name!r} is {node.type}, not tensor(float)")
+            raise BotFileError(f"{path}: the graph's {what} {short(node.name)} is {node.type}, not tensor(float)")
     try:
         out = np.concatenate([session.run(["logits"], {"observation": np.full((1, want_in), v, np.float32)})[0]
                               for v in (0.0, 1.0)])
@@ -384,6 +387,22 @@ def check_graph(session, meta: dict, path: str = "bot") -> None:
                            f"{want_out} actions")
     if not np.isfinite(out).all():
         raise BotFileError(f"{path}: the network gives NaN or infinite values (broken weights)")
+
+
+def check_weights(path) -> None:
+    """Every floating-point weight in the graph of the bot file at ``path`` is finite: a NaN shows in the outputs, but
+    an infinite bias before a tanh gives finite ones (read from the protobuf bytes: numpy and onnxruntime only)."""
+    from .onnx_cut import float_initializers
+    try:
+        weights = float_initializers(Path(path).read_bytes())
+    except ValueError as err:
+        raise BotFileError(f"{path}: its graph's weights cannot be read ({err})") from None
+    for name, values in weights:
+        finite = np.isfinite(values)
+        if not finite.all():
+            bad = int(finite.size - finite.sum())
+            raise BotFileError(f"{path}: the weights {short(name)} hold {bad:,} values that are not finite (NaN or "
+                               "infinity: broken weights)")
 
 
 #: settings a bot does not impose on the table it plays at: how an episode is cut and paid, and whether forced
@@ -419,7 +438,7 @@ def _tables_text(meta: dict, game) -> str:
     (``players=3; players=4``)."""
     tables = meta["tables"]
     keys = [k for k in game.space_settings if any(k in t and t[k] != game.settings[k] for t in tables)]
-    return "; ".join(", ".join(f"{k}={t[k]!r}" for k in keys if k in t) for t in tables)
+    return "; ".join(", ".join(f"{k}={short(t[k])}" for k in keys if k in t) for t in tables)
 
 
 def fit(meta: dict, game, path: str = "bot") -> Fit:
@@ -430,20 +449,21 @@ def fit(meta: dict, game, path: str = "bot") -> Fit:
              and trained[k] != game.settings[k] and k not in NOT_IMPOSED}
     reason = None
     if meta["game"] != game.name:
-        reason = f"{path} is a bot for {meta['game']}, not {game.name}"
+        reason = f"{path} is a bot for {meta['game'][:80]}, not {game.name}"
     elif meta["env_version"] != game.version:
-        reason = (f"{path} was trained on {meta['game']} v{meta['env_version']}; this kahve has v{game.version}, "
+        reason = (f"{path} was trained on {meta['game']} v{str(meta['env_version'])[:40]}; this kahve has "
+                  f"v{game.version}, "
                   "whose observations or actions differ: retrain or use a matching kahve")
     elif (meta["observation_size"], meta["num_actions"]) != (game.observation_size, game.num_actions):
         reason = (f"{path} expects observations of {meta['observation_size']} and {meta['num_actions']} actions; "
                   f"these settings give {game.observation_size} and {game.num_actions}")
     elif shaping and meta.get("tables"):
         reason = (f"{path} was trained at the tables {_tables_text(meta, game)}; these settings give another ("
-                  + ", ".join(f"{k}={h!r}" for k, (_, h) in shaping.items()) + ")")
+                  + ", ".join(f"{k}={short(h)}" for k, (_, h) in shaping.items()) + ")")
     elif shaping:
-        reason = (f"{path} was trained with " + ", ".join(f"{k}={t!r}" for k, (t, _) in shaping.items())
+        reason = (f"{path} was trained with " + ", ".join(f"{k}={short(t)}" for k, (t, _) in shaping.items())
                   + "; these settings change what observations and actions mean (here "
-                  + ", ".join(f"{k}={h!r}" for k, (_, h) in shaping.items()) + ")")
+                  + ", ".join(f"{k}={short(h)}" for k, (_, h) in shaping.items()) + ")")
     return Fit(reason, shaping, other)
 
 
@@ -454,6 +474,6 @@ def check_fits(meta: dict, game, path: str = "bot") -> None:
     if not verdict.ok:
         raise BotFileError(verdict.reason)
     if verdict.other:
-        warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={t!r}" for k, (t, _) in verdict.other.items())
-                      + "; playing with " + ", ".join(f"{k}={h!r}" for k, (_, h) in verdict.other.items()),
+        warnings.warn(f"{path} was trained with " + ", ".join(f"{k}={short(t)}" for k, (t, _) in verdict.other.items())
+                      + "; playing with " + ", ".join(f"{k}={short(h)}" for k, (_, h) in verdict.other.items()),
                       BotSettingsWarning, stacklevel=3)

@@ -7,7 +7,8 @@ onnxruntime; this module does the same cut with nothing but the protobuf wire fo
 with numpy and onnxruntime only (docs/architecture.md).
 
 Only the fields the cut touches are decoded (field numbers from onnx.proto); every other field is copied as
-its bytes, so nothing of the file is reinterpreted.
+its bytes, so nothing of the file is reinterpreted. :func:`float_initializers` reads the graph's float weights the
+same way, for the check that every weight of a bot file is finite (``bot.check_weights``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,35 @@ def fields(buf: bytes) -> list[tuple[int, bytes | None, bytes]]:
         if i > len(buf):
             raise ValueError("truncated field")
         out.append((number, payload, buf[start:i]))
+    return out
+
+
+#: TensorProto fields and the floating-point data types whose values :func:`float_initializers` reads
+TENSOR_DATA_TYPE, TENSOR_FLOAT_DATA, TENSOR_RAW_DATA, TENSOR_DOUBLE_DATA = 2, 4, 9, 10
+_FLOATS = {1: ("<f4", TENSOR_FLOAT_DATA), 11: ("<f8", TENSOR_DOUBLE_DATA)}      # FLOAT, DOUBLE
+
+
+def float_initializers(model: bytes) -> list:
+    """``(name, values)`` of every float and double initializer of the model's graph, ``values`` a flat numpy array
+    (from ``raw_data``, or the packed ``float_data``/``double_data``); a malformed model is a ``ValueError``."""
+    import numpy as np
+    out = []
+    for number, graph, _ in fields(model):
+        if number != MODEL_GRAPH or graph is None:
+            continue
+        for n, tensor, _ in fields(graph):
+            if n != GRAPH_INITIALIZER or tensor is None:
+                continue
+            parts = fields(tensor)
+            kind = next((_varint(raw, len(_encode_varint(TENSOR_DATA_TYPE << 3)))[0] for k, p, raw in parts
+                         if k == TENSOR_DATA_TYPE and p is None), None)
+            if kind not in _FLOATS:
+                continue
+            dtype, packed = _FLOATS[kind]
+            data = b"".join(p if p is not None else raw[-np.dtype(dtype).itemsize:] for k, p, raw in parts
+                            if k in (TENSOR_RAW_DATA, packed))
+            name = next((p.decode(errors="replace") for k, p, _ in parts if k == TENSOR_NAME and p is not None), "")
+            out.append((name, np.frombuffer(data, dtype=dtype)))
     return out
 
 

@@ -46,6 +46,8 @@ from __future__ import annotations
 import os
 import threading
 
+from kahve.envs.core.settings import short
+
 from .base import RandomPolicy
 
 POLICY_SPECS = ("random", "heuristic", "ismcts[:N[,prior][,bias=B][,c=C][:SPEC]]",
@@ -60,6 +62,11 @@ MAX_SEARCH_NESTING = 2
 
 #: options of the count field, per search: name -> whether it takes a value
 _OPTIONS = {"rollout": {"z": True, "drop": True}, "ismcts": {"prior": False, "bias": True, "c": True}}
+
+
+def _shown(spec: str) -> str:
+    """A spec as an error quotes it: whole up to 300 characters (a bot's path), in part beyond."""
+    return short(spec, 300)
 
 
 def accepted_specs() -> str:
@@ -89,7 +96,7 @@ def _make(spec: str, game, seed, outer: tuple):
     if name in ("ismcts", "rollout"):
         count, _, inner = rest.partition(":")            # the first two colons split; SPEC keeps the rest
         if rest and not inner and rest.endswith(":"):
-            raise ValueError(f"bad policy spec {spec!r}: nothing after the last colon; {accepted_specs()}")
+            raise ValueError(f"bad policy spec {_shown(spec)}: nothing after the last colon; {accepted_specs()}")
         return _search(spec, name, count, inner, game, seed, _nest(spec, outer))
     if name == "endgame":
         return _endgame(spec, rest, game, seed, _nest(spec, outer))
@@ -100,7 +107,7 @@ def _make(spec: str, game, seed, outer: tuple):
         return _level(tail, head, game, seed, outer)
     if looks_like_bot(spec):
         return load_bot(bot_path(spec), game=game, seed=seed)
-    raise ValueError(f"unknown policy spec {spec!r}; {accepted_specs()}")
+    raise ValueError(f"unknown policy spec {_shown(spec)}; {accepted_specs()}")
 
 
 def _nest(spec: str, outer: tuple) -> tuple:
@@ -108,8 +115,8 @@ def _nest(spec: str, outer: tuple) -> tuple:
     (before the inner spec is read, so a spec nested a thousand times costs nothing)."""
     nested = (*outer, spec)
     if len(nested) > MAX_SEARCH_NESTING:
-        raise ValueError(f"bad policy spec {nested[0]!r}: at most {MAX_SEARCH_NESTING} searches may nest, one inside "
-                         f"another (a level's own search counts), e.g. endgame:rollout:32:heuristic; "
+        raise ValueError(f"bad policy spec {_shown(nested[0])}: at most {MAX_SEARCH_NESTING} searches may nest, one "
+                         f"inside another (a level's own search counts), e.g. endgame:rollout:32:heuristic; "
                          f"{accepted_specs()}")
     return nested
 
@@ -121,8 +128,8 @@ def _level(level: str, bot: str | None, game, seed: int | None = None, outer: tu
     if bot is None:
         bot = shipped_bot(game)
     elif not looks_like_bot(bot):
-        raise ValueError(f"bad policy spec {bot + ':' + level!r}: a level takes a bot file or a shipped bot's "
-                         f"name (e.g. pishti/ppo_2p:{level}), not {bot!r}; {accepted_specs()}")
+        raise ValueError(f"bad policy spec {_shown(bot + ':' + level)}: a level takes a bot file or a shipped bot's "
+                         f"name (e.g. pishti/ppo_2p:{level}), not {_shown(bot)}; {accepted_specs()}")
     path = bot_path(bot)
     if level == "easy":
         policy = load_bot(path, game=game, temperature=EASY_TEMPERATURE, seed=seed)   # sessions shared
@@ -173,7 +180,7 @@ def bot_path(spec: str) -> str:
     shipped = checkpoints.find(spec)
     if shipped is not None:
         return str(shipped)
-    raise FileNotFoundError(f"policy spec {spec!r} looks like a bot file, but there is no such file")
+    raise FileNotFoundError(f"policy spec {_shown(spec)} looks like a bot file, but there is no such file")
 
 
 def _search(spec: str, name: str, count: str, inner: str, game, seed, outer: tuple):
@@ -188,16 +195,17 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed, outer: tup
         if key not in known or known[key] != bool(eq):
             forms = ", ".join(k + ("=VALUE" if v else "") for k, v in known.items())
             what = (f"option {key} takes a value ({key}=VALUE)" if key in known and known[key] else
-                    f"option {key} takes no value" if key in known else f"unknown option {opt!r}")
-            raise ValueError(f"bad policy spec {spec!r}: {what} for {name} (options: {forms}); {accepted_specs()}")
+                    f"option {key} takes no value" if key in known else f"unknown option {short(opt)}")
+            raise ValueError(f"bad policy spec {_shown(spec)}: {what} for {name} (options: {forms}); "
+                             f"{accepted_specs()}")
         if eq:
             try:
                 options[key] = float(value)
             except ValueError:
-                raise ValueError(f"bad policy spec {spec!r}: option {key} takes a number, not {value!r}; "
+                raise ValueError(f"bad policy spec {_shown(spec)}: option {key} takes a number, not {short(value)}; "
                                  f"{accepted_specs()}") from None
             if options[key] < 0 or options[key] != options[key]:
-                raise ValueError(f"bad policy spec {spec!r}: option {key} takes a number of at least 0; "
+                raise ValueError(f"bad policy spec {_shown(spec)}: option {key} takes a number of at least 0; "
                                  f"{accepted_specs()}")
         else:
             options[key] = True
@@ -207,15 +215,15 @@ def _search(spec: str, name: str, count: str, inner: str, game, seed, outer: tup
         from .ismcts import ISMCTS
         n = _positive(spec, head, ISMCTS.DEFAULT_ITERATIONS, usage, MAX_BUDGET["ismcts"], "iterations")
         if options.get("prior") and base is None:
-            raise ValueError(f"bad policy spec {spec!r}: the prior option needs a policy, e.g. "
+            raise ValueError(f"bad policy spec {_shown(spec)}: the prior option needs a policy, e.g. "
                              f"ismcts:{n},prior:heuristic; {accepted_specs()}")
         return ISMCTS(game, iterations=n, seed=seed, exploration=options.get("c", 0.7), policy=base,
                       prior=bool(options.get("prior")), bias=options.get("bias", ISMCTS.DEFAULT_BIAS), name=label)
     from .rollout import RolloutPolicy
     n = _positive(spec, head, RolloutPolicy.DEFAULT_ROLLOUTS, usage, MAX_BUDGET["rollout"], "worlds")
     if "drop" in options and not options.get("z"):
-        raise ValueError(f"bad policy spec {spec!r}: drop=D drops the actions that trail the kept move, so it needs "
-                         f"a margin, e.g. rollout:{n},z=1,drop={options['drop']:g}; {accepted_specs()}")
+        raise ValueError(f"bad policy spec {_shown(spec)}: drop=D drops the actions that trail the kept move, so it "
+                         f"needs a margin, e.g. rollout:{n},z=1,drop={options['drop']:g}; {accepted_specs()}")
     return RolloutPolicy(game, rollouts=n, seed=seed, policy=base, margin=options.get("z", 0.0), name=label,
                          drop=options.get("drop"))
 
@@ -226,10 +234,10 @@ def _endgame(spec: str, rest: str, game, seed, outer: tuple):
     if not count.strip().isdigit():                  # endgame:SPEC, the default number of worlds
         count, inner = "", rest
     if not inner.strip():
-        raise ValueError(f"bad policy spec {spec!r}: endgame plays a policy until the end can be solved; name it, "
-                         f"e.g. endgame:pishti/ppo_2p; {accepted_specs()}")
+        raise ValueError(f"bad policy spec {_shown(spec)}: endgame plays a policy until the end can be solved; name "
+                         f"it, e.g. endgame:pishti/ppo_2p; {accepted_specs()}")
     if not solves_table(game):
-        raise ValueError(f"bad policy spec {spec!r}: endgame has no solver for this table; it solves {TABLES}; "
+        raise ValueError(f"bad policy spec {_shown(spec)}: endgame has no solver for this table; it solves {TABLES}; "
                          f"{accepted_specs()}")
     n = _positive(spec, count, EndgamePolicy.DEFAULT_WORLDS, "endgame takes a positive number of worlds, "
                   "e.g. endgame:32:pishti/ppo_2p", MAX_BUDGET["endgame"], "worlds")
@@ -243,7 +251,8 @@ def _positive(spec: str, arg: str, default: int, usage: str, most: int, what: st
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"bad policy spec {spec!r}: {usage}; {accepted_specs()}")
+        raise ValueError(f"bad policy spec {_shown(spec)}: {usage}; {accepted_specs()}")
     if n > most:
-        raise ValueError(f"bad policy spec {spec!r}: at most {most:,} {what} per move, not {n:,}; {accepted_specs()}")
+        raise ValueError(f"bad policy spec {_shown(spec)}: at most {most:,} {what} per move, not {n:,}; "
+                         f"{accepted_specs()}")
     return n

@@ -533,11 +533,15 @@ def _expand_output(cfg: dict) -> str:
     if not out.strip():
         raise ValueError("config key 'output': empty; give the run folder, e.g. runs/{game}_{algorithm}_{seed}")
     path = Path(out)
-    for p in (path, *path.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise ValueError(f"config key 'output': {p} exists and is not a folder")
-            break
+    try:
+        for p in (path, *path.parents):
+            if p.exists():
+                if not p.is_dir():
+                    raise ValueError(f"config key 'output': {p} exists and is not a folder")
+                break
+    except OSError as err:                # a name too long for the file system, a loop of links...
+        raise ValueError(f"config key 'output': {short(out)} cannot be a folder here "
+                         f"({err.strerror or type(err).__name__})") from None
     return out
 
 

@@ -74,6 +74,8 @@ BOT_SCHEMA = {
 
 #: a stage's name: it names the stage's folder and its overrides (stages.NAME.KEY=VALUE)
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
+#: the longest stage name (it names the stage's folder, stages/NN_NAME, and a file name has at most 255 bytes)
+NAME_MAX = 100
 
 
 def is_recipe(raw) -> bool:
@@ -159,9 +161,11 @@ def apply_recipe_overrides(raw: dict, overrides: list[str]) -> dict:
         if name not in names:
             raise ValueError(f"override stages.{name}...: the recipe has no stage {name!r}; its stages: "
                              + (", ".join(map(str, names)) or "none"))
-    if stages is not None:
-        out[STAGES] = [config_mod.apply_overrides(s, by_stage.get(s.get("name"), [])) if isinstance(s, dict) else s
-                       for s in stages]
+    if isinstance(stages, list):       # (anything else is refused by resolve_recipe, as it is)
+        out[STAGES] = [config_mod.apply_overrides(s, by_stage.get(s["name"], []))
+                       if isinstance(s, dict) and isinstance(s.get("name"), str) else s for s in stages]
+    elif stages is not None:
+        out[STAGES] = stages
     return out
 
 
@@ -236,9 +240,9 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
         if not isinstance(item, dict):
             raise ValueError(f"config key {where!r}: expected a mapping with a name, got {short(item)}")
         name = item.get("name")
-        if not isinstance(name, str) or not name or set(name) - NAME_CHARS:
+        if not isinstance(name, str) or not name or set(name) - NAME_CHARS or len(name) > NAME_MAX:
             raise ValueError(f"config key {where + '.name'!r}: expected a name of lowercase letters, digits and _, "
-                             f"got {short(name)}")
+                             f"at most {NAME_MAX} of them, got {short(name)}")
         if name in seen:
             raise ValueError(f"config key {where + '.name'!r}: two stages are named {name!r}")
         seen.add(name)
@@ -246,7 +250,7 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
             if key in item:
                 raise ValueError(f"config key {where + '.' + key!r}: belongs at the recipe's top level")
         kind = item.get("kind", "train")
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise ValueError(f"config key {where + '.kind'!r}: {short(kind)} is not a stage kind; kinds: "
                              + ", ".join(KINDS))
         for other in KINDS:

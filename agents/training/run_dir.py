@@ -290,9 +290,9 @@ def missing_keys(raw: dict) -> list[str]:
 
 def check_state(state: dict, cfg: dict, source) -> None:
     """Refuse a checkpoint's state that cannot be this run's (``cfg``: the run's config): a step count well past the
-    budget (a run stops at the end of the rollout that reaches it: a little past it), or a network other than the
+    budget (a run stops at the end of the rollout that reaches it: a little past it), a network other than the
     config's (the checkpoint records the network it was trained with; one written before it did is checked by its
-    weights' shapes alone)."""
+    weights' shapes alone), or another algorithm (an sb3 model's counters: DQN's include its exploration rate)."""
     steps, budget = state["steps"], cfg["total_timesteps"]
     rollout = cfg["n_envs"] * max(cfg["ppo"]["n_steps"], cfg["dqn"]["train_freq"], 1) \
         + cfg["rllib"]["train_batch_size"]
@@ -304,6 +304,12 @@ def check_state(state: dict, cfg: dict, source) -> None:
     if network is not None and network != network_of(cfg):
         raise ValueError(f"{source}: the checkpoint's network is {network}, config.yaml's {network_of(cfg)}: the "
                          "config is not the one the run trained with")
+    model = state.get("model")
+    if isinstance(model, dict) and "num_timesteps" in model and cfg["backend"] == "sb3":
+        algorithm = "dqn" if "exploration_rate" in model else "ppo"
+        if algorithm != cfg["algorithm"]:
+            raise ValueError(f"{source}: a checkpoint of a {algorithm} run, config.yaml's algorithm is "
+                             f"{cfg['algorithm']}: the config is not the one the run trained with")
 
 
 def check_network(mlp, cfg: dict, source) -> None:

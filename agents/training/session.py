@@ -103,7 +103,7 @@ class Schedule:
         steps = (s.next_snapshot, s.next_eval, s.next_ckpt, s.snapshots, s.next_reweight)
         counts_ok = isinstance(s.league, dict) and all(
             isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v) for v in s.league.values())
-        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in steps) \
+        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) for v in steps) \
                 or s.next_ckpt is None or not isinstance(s.last_eval, dict) or not counts_ok:
             raise ValueError(f"{source}: the schedule is missing or wrong")
         if s.pretrain is not None:

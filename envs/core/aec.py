@@ -29,6 +29,7 @@ from pettingzoo.utils import wrappers
 
 from .engine import Game, IllegalActionError
 from .rng import seeded
+from .settings import short
 
 
 class CardGameEnv(AECEnv):
@@ -69,7 +70,7 @@ class CardGameEnv(AECEnv):
         if not isinstance(agent, str) or agent not in self.agent_name_mapping:
             names = self.possible_agents
             listing = ", ".join(names) if len(names) <= 4 else f"{names[0]} .. {names[-1]}"
-            raise ValueError(f"{agent!r} is not an agent of this {self.game.name} table; its agents are {listing}")
+            raise ValueError(f"{short(agent)} is not an agent of this {self.game.name} table; its agents are {listing}")
         return agent
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:

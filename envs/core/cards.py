@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Sequence
 
+from .settings import short
+
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"
 NUM_CARDS = 52
@@ -65,7 +67,7 @@ def parse_card(text: str) -> int:
             return int(text)
         raise ValueError(f"card id {text} is out of range 0..51")
     if not isinstance(text, str):
-        raise ValueError(f"a card must be a string like 'TD' or '10D', not {text!r}")
+        raise ValueError(f"a card must be a string like 'TD' or '10D', not {short(text)}")
     s = text.strip().upper()
     if len(s) >= 2:
         rank = _RANK_ALIASES.get(s[:-1])
@@ -73,7 +75,7 @@ def parse_card(text: str) -> int:
         if rank is not None and suit is not None:
             return card_id(rank, suit)
     raise ValueError(
-        f"not a card: {text!r}; a card is a rank from {' '.join(RANKS)} (or 10) followed by a suit "
+        f"not a card: {short(text)}; a card is a rank from {' '.join(RANKS)} (or 10) followed by a suit "
         f"from C D H S (or ♣ ♦ ♥ ♠), e.g. 'TD', '10D', 'QS'"
     )
 
@@ -93,7 +95,7 @@ def check_deck(cards: Sequence, parse: Callable[[object], int], expected: Counte
         except ValueError:
             bad.append(c)
     if bad:
-        raise ValueError(f"preset deck has unknown cards: {bad}")
+        raise ValueError(f"preset deck has unknown cards: {short(bad, 300)}")
     have = Counter(ids)
     extra = sorted(((to_str(c), have[c] - expected.get(c, 0)) for c in have if have[c] > expected.get(c, 0)))
     missing = sorted(to_str(c) for c in expected if have.get(c, 0) < expected[c])

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import cards as _cards
 from .rng import copy_rng, seeded, shuffle
-from .settings import APPRAISED, PLAIN, Settings, SettingsSpec
+from .settings import APPRAISED, PLAIN, Settings, SettingsSpec, short
 
 
 def _copy_value(v):
@@ -380,7 +380,7 @@ class State:
         if type(action) is not int or not 0 <= action < self.game.num_actions:
             if isinstance(action, bool) or not hasattr(action, "__index__") \
                     or not 0 <= action < self.game.num_actions:
-                raise ValueError(f"describe_action: {action!r} is not an action id of {self.game.name} "
+                raise ValueError(f"describe_action: {short(action)} is not an action id of {self.game.name} "
                                  f"(an int or NumPy integer from 0 to {self.game.num_actions - 1}; parse_action "
                                  "reads a move's text)")
             action = int(action)
@@ -560,7 +560,7 @@ class State:
             raise IllegalActionError(f"the {self.game.name} game is over; no action can be applied")
         if type(action) is not int:  # the common case first: this is the hot path of every rollout
             if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-                raise IllegalActionError(f"an action must be an integer id, not {action!r}")
+                raise IllegalActionError(f"an action must be an integer id, not {short(action)}")
             action = int(action)
         if not self._is_legal(action):
             raise IllegalActionError(self._illegal_message(action))
@@ -747,4 +747,4 @@ class State:
             if any(want == self._normalize(alias) for alias in self._action_aliases(a)):
                 return a
         listing = "; ".join(self.describe_action(a) for a in legal) or "none (the game is over)"
-        raise ValueError(f"{text!r} is not a legal action here; legal: {listing}")
+        raise ValueError(f"{short(text)} is not a legal action here; legal: {listing}")

@@ -33,7 +33,17 @@ class Setting:
         return _auto_value(text)
 
     def _reject(self, value: Any) -> ValueError:
-        return ValueError(f"setting {self.name!r}: {value!r} is not allowed; allowed: {self.allowed()}")
+        return ValueError(f"setting {self.name!r}: {short(value)} is not allowed; allowed: {self.allowed()}")
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: an error quotes what it was given in part, never all of it (a
+    crafted record or config may hold a value of megabytes)."""
+    try:
+        text = repr(value)
+    except Exception:      # an int past Python's digit limit for text, an object whose repr fails
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 5] + " …" + text[-3:]
 
 
 def _auto_value(text: str) -> Any:
@@ -212,7 +222,7 @@ class SettingsSpec:
             k = unknown[0]
             close = difflib.get_close_matches(k, self.by_name, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"unknown setting {k!r} for {self.game}{hint}; known settings: "
+            raise ValueError(f"unknown setting {short(k)} for {self.game}{hint}; known settings: "
                              + ", ".join(self.by_name))
         out = {}
         for s in self.settings:
@@ -224,7 +234,7 @@ class SettingsSpec:
         out = {}
         for item in items:
             if "=" not in item:
-                raise ValueError(f"a setting must be written key=value, not {item!r}")
+                raise ValueError(f"a setting must be written key=value, not {short(item)}")
             key, text = item.split("=", 1)
             key = key.strip()
             if key not in self.by_name:

@@ -49,6 +49,8 @@ def restore_learner(ck: Checkpoint, state: dict, model, vec, seed: int, log=prin
     # replace the streams put back here with the fresh run's and deal its opening deals again
     vec.unwrapped._reset_seeds()
     env_states = state.get("env_states")
+    if env_states is not None and not isinstance(env_states, list):
+        raise ValueError(f"{ck.state_file}: the envs' random states are not a list (null: not saved)")
     if isinstance(env_states, list) and len(env_states) == vec.num_envs:
         for i, s in enumerate(env_states):
             try:
