@@ -157,11 +157,18 @@ def test_a_bot_file_sets_the_table():
 
 
 @pytest.mark.skipif(not PISHTI_BOT.exists(), reason="the shipped Pişti bot is not in this checkout")
-@pytest.mark.parametrize("level", ["easy", "pishti/ppo_2p:medium"])
-def test_a_difficulty_level_sets_the_table_of_its_bot(level):
+@pytest.mark.parametrize("level, table", [
+    ("easy", None),                                   # the default table (4 in partnerships) has a bot of its own
+    ("pishti/ppo_2p:medium", "players=2, partnerships=false"),
+])
+def test_a_difficulty_level_sets_the_table_of_its_bot(level, table):
     r = kahve("play", "pishti", "--bot", level, "--seed", "3", stdin="q\n")
-    assert "table settings from the bot file: players=2, partnerships=false" in r.stdout, r.stdout + r.stderr
-    assert f"Pişti, 2 players: you are player 0; opponents: {level}" in r.stdout
+    assert ("table settings from the bot file" in r.stdout) == (table is not None), r.stdout + r.stderr
+    if table:
+        assert f"table settings from the bot file: {table}" in r.stdout, r.stdout + r.stderr
+        assert f"Pişti, 2 players: you are player 0; opponents: {level}" in r.stdout
+    else:
+        assert f"Pişti, 4 players: you are player 0; opponents: {level}" in r.stdout
 
 
 @pytest.mark.skipif(not PISHTI_BOT.exists(), reason="the shipped Pişti bot is not in this checkout")

@@ -68,10 +68,10 @@ def test_every_offered_opponent_is_a_policy_spec(game):
 
 def test_difficulty_levels_are_offered_where_a_shipped_bot_fits(monkeypatch):
     monkeypatch.setattr(tables, "_LEVELS_OK", {})
-    two = [c["spec"] for c in tables.opponent_choices("pishti", envs.game_class("pishti")(players=2))]
+    two = [c["spec"] for c in tables.opponent_choices("pis_yedili", envs.game_class("pis_yedili")(players=2))]
     assert two[:3] == ["easy", "medium", "hard"]
-    # no shipped Pişti bot was trained for 4 players: no level is offered there, the rest still is
-    four = [c["spec"] for c in tables.opponent_choices("pishti", envs.game_class("pishti")(players=4))]
+    # no shipped Pis Yedili bot was trained for 4 players: no level is offered there, the rest still is
+    four = [c["spec"] for c in tables.opponent_choices("pis_yedili", envs.game_class("pis_yedili")(players=4))]
     assert not set(four) & {"easy", "medium", "hard"} and "heuristic" in four
 
 
