@@ -16,6 +16,7 @@ from kahve.agents.progress import Phase, RunProgress
 from kahve.agents.training import config as config_mod
 from kahve.agents.training import recipe as recipe_mod
 from kahve.agents.training.plan import move_cost, training_phases
+from tests.agents.test_recipes import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -253,15 +254,9 @@ def test_a_tiny_run_counts_every_phase_into_one_view_and_ends_at_eta_0(tmp_path,
     assert all(p.done >= p.count for p in view.phases) and view.eta() == 0
 
 
-TINY_RECIPE = {
-    "game": "pishti", "settings": {"players": 2, "episode": "deal", "reward": "points"},
-    "n_envs": 2, "vec_env": "dummy", "ppo": {"n_steps": 64, "batch_size": 64},
-    "evaluation": {"games": 2, "every": 0, "workers": 1}, "checkpoint_every": 128,
-    "opponents": {"pool": [{"policy": "random", "weight": 1}]},
-    "stages": [{"name": "clone", "total_timesteps": 256, "pretrain": {"steps": 200, "epochs": 1}},
-               {"name": "more", "total_timesteps": 256}],
-    "bot": {"report": ["random"], "games": 4, "workers": 1, "levels": 2},
-}
+#: test_recipes' two tiny stages, the second against random too, and the bot's levels
+TINY_RECIPE = {**TINY, "stages": [TINY["stages"][0], {"name": "more", "total_timesteps": 256}],
+               "bot": {**TINY["bot"], "levels": 2}}
 
 
 def _recipe(tmp_path, **bot) -> recipe_mod.Recipe:
