@@ -25,7 +25,8 @@ starts from) plays every seat of single deals. At every decision with two or mor
 base's move, except at a late position (:data:`~.game_knowledge.LATE`), where ``rollout:WORLDS`` over the base (common random
 numbers) replaces it by its best move when that beats the base's by ``z`` standard errors of the paired
 differences (:func:`~..policies.rollout.margin_choice`). ``late_only`` keeps only the late decisions,
-``worlds: 0`` searches nothing. The base's move is always the one played, so a job's positions do not depend on
+``worlds: 0`` searches nothing. With config key ``tables`` a job deals the tables in turn (deal ``d`` at table
+``d mod T``, ``settings``'s first), as a training run does. The base's move is always the one played, so a job's positions do not depend on
 its search. Deal ``d`` of a job is dealt from ``seed_of(seed, d)`` and the base and the search are reseeded per
 deal and per decision, so a job's labels are one stream: a job resumed from its partial file, or given a larger
 ``count``, writes exactly the labels an uninterrupted job would. A job's file (``labels_NN.npz``) records what
@@ -64,6 +65,7 @@ from .config import Field
 from .files import check_finite, load_npz, write_atomic
 from .game_knowledge import late_positions
 from .run_dir import RunDir
+from .tables import table_settings
 
 #: the stage's network as a bot file, in its run folder: what the next stage starts from
 BOT_FILE = "network.onnx"
@@ -166,7 +168,10 @@ def _base_source(cfg: dict) -> Path:
 def jobs_of(cfg: dict, section: dict) -> list[dict]:
     """Each labelling job as plain data a worker process can take: the base resolved (previous: a file), and what
     names the job in its label file (every key but count)."""
-    game = envs.game_class(cfg["game"])(**cfg["settings"])
+    game_cls = envs.game_class(cfg["game"])
+    game = game_cls(**cfg["settings"])
+    tables = table_settings(cfg)
+    tables = [game_cls(**t).settings.as_dict() for t in (tables if isinstance(tables, list) else [tables])]
     from ..policies.specs import bot_path, looks_like_bot
     out = []
     for entry in section["labels"]:
@@ -174,7 +179,7 @@ def jobs_of(cfg: dict, section: dict) -> list[dict]:
         path = base if base.endswith(".npz") else bot_path(base) if looks_like_bot(base) else None
         if path is not None and not Path(path).is_file():
             raise FileNotFoundError(f"the base of a labelling job, {path}, is missing")
-        out.append({"game": cfg["game"], "settings": game.settings.as_dict(), "env_version": game.version,
+        out.append({"game": cfg["game"], "tables": tables, "env_version": game.version,
                     "base": base, "base_sha256": _file_hash(path) if path else "", "worlds": entry["worlds"],
                     "z": entry["z"], "seed": entry["seed"], "late_only": entry["late_only"], "count": entry["count"]})
     return out
@@ -248,7 +253,8 @@ def label_job(job: dict, path: Path, counted=None, update=None) -> int:
     (a worker process); ``update(done, total)``: a progress bar."""
     from ..policies.base import decide
     from ..policies.rollout import RolloutPolicy, margin_choice, reseed
-    game = envs.game_class(job["game"])(**job["settings"])
+    games = [envs.game_class(job["game"])(**t) for t in job["tables"]]     # deal d is dealt at table d mod T
+    game = games[0]
     is_late = late_positions(job["game"]).is_late
     count, worlds, late_only = job["count"], job["worlds"], job["late_only"]
     rows = {"obs": np.zeros((count, game.observation_size), np.float32),
@@ -268,15 +274,16 @@ def label_job(job: dict, path: Path, counted=None, update=None) -> int:
         if old is not None and len(old["actions"]) != count:
             _save_labels(path, rows, n, job, seconds_before)
         return n
-    base = _make_base(job["base"], game, job["seed"])
-    search = RolloutPolicy(game, max(worlds, 1), policy=_make_base(job["base"], game, job["seed"] + 1)) \
-        if worlds else None
+    bases = [_make_base(job["base"], g, job["seed"]) for g in games]
+    searches = [RolloutPolicy(g, max(worlds, 1), policy=_make_base(job["base"], g, job["seed"] + 1))
+                if worlds else None for g in games]
     start = saved = time.perf_counter()
     deal = after[0]
     try:
         while n < count:
             deal_seed = seed_of(job["seed"], deal)
-            state = game.new_state(deal_seed)
+            base, search = bases[deal % len(games)], searches[deal % len(games)]
+            state = games[deal % len(games)].new_state(deal_seed)
             reseed(base, deal_seed)
             step = 0
             while state.current_player is not None and state.deals_completed == 0 and n < count:

@@ -270,7 +270,7 @@ def resolve_recipe(raw: dict, source: str, overrides: list[str]) -> Recipe:
         try:
             stage.cfg = config_mod.resolve(merged, init_later=later)
             if KINDS[kind]:
-                if stage.cfg["tables"]:      # their labels and trees are dealt at the settings' table
+                if stage.cfg["tables"] and kind == "expert":     # its trees are dealt at the settings' table
                     raise ValueError(f"config key 'tables': a stage of kind {kind} plays one table (settings)")
                 stage.section = kind_module(kind).check(section, stage.cfg, first=index == 1 and not own_init)
         except ValueError as err:

@@ -150,6 +150,29 @@ def test_a_job_resumed_or_given_more_count_writes_the_labels_of_an_uninterrupted
     assert np.array_equal(distill.read_labels(path)["actions"], whole["actions"][:40])
 
 
+def test_with_tables_a_job_deals_them_in_turn(tmp_path):
+    from kahve.agents.policies.base import decide
+    from kahve.agents.policies.rollout import reseed
+    from kahve.agents.policies.specs import make_policy
+    cfg = _cfg(tmp_path, settings={"players": 4}, tables=[{"players": 3}])
+    labels = _label(tmp_path, cfg, "tables", seed=11, count=400, worlds=0)
+    assert labels["job"]["tables"] == [envs.game_class("pis_yedili")(players=n).settings.as_dict() for n in (4, 3)]
+    deals = sorted(set(labels["deal"].tolist()))
+    assert {d % 2 for d in deals} == {0, 1}
+    for d in deals[:4]:                   # each deal replayed at table d mod 2 gives the labelled observations
+        game = envs.game_class("pis_yedili")(players=(4, 3)[d % 2])
+        state, base = game.new_state(distill.seed_of(11, d)), make_policy("heuristic", game, 11)
+        reseed(base, distill.seed_of(11, d))
+        rows = {int(s): i for i, s in enumerate(labels["step"]) if labels["deal"][i] == d}
+        step = 0
+        while state.current_player is not None and state.deals_completed == 0:
+            if step in rows:
+                assert np.array_equal(labels["obs"][rows[step]], state.observation(state.current_player))
+            state.apply(decide(base, state))
+            step += 1
+        assert rows and max(rows) < step
+
+
 def test_the_label_file_is_saved_while_a_job_runs(tmp_path, monkeypatch):
     saves = []
     save = distill._save_labels
