@@ -43,6 +43,7 @@ import json
 import math
 import os
 import stat
+import sys
 from typing import Any, Iterable, Sequence
 
 from kahve import envs
@@ -345,6 +346,9 @@ def _parse_line(line: str, where: str, replay: bool) -> dict:
                     "JSON object per line") from None
     except RecursionError:
         raise _fail(where, "JSON nested too deeply to be a game record") from None
+    except ValueError:      # Python's own limit on the digits of an integer (sys.get_int_max_str_digits)
+        raise _fail(where, f"a number of more than {sys.get_int_max_str_digits():,} digits is not in a game "
+                    "record") from None
     check_record(record, where, replay=replay)
     return record
 

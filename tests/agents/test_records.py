@@ -207,13 +207,14 @@ def _random_record(seed: int = 9) -> tuple:
 def test_one_bad_line_does_not_cost_the_other_records(tmp_path):
     good = tmp_path / "good.jsonl"
     line = dumps(_random_record()[1])
-    good.write_text(line + "\n{not json\n" + line + "\n" + "[" * 100_000 + "\n")
+    good.write_text(line + "\n{not json\n" + line + "\n" + "[" * 100_000 + "\n" + '{"seed": ' + "9" * 100_000 + "}\n")
     with pytest.raises(ValueError, match="line 2: not valid JSON"):
         load_records(str(good))
     problems = []
     records = load_records(str(good), problems=problems)
     assert len(records) == 2
-    assert len(problems) == 2 and "line 2" in problems[0] and "line 4: JSON nested too deeply" in problems[1]
+    assert len(problems) == 3 and "line 2" in problems[0] and "line 4: JSON nested too deeply" in problems[1]
+    assert "line 5: a number of more than" in problems[2]
 
 
 @pytest.mark.parametrize("change,match", [
