@@ -101,8 +101,11 @@ def popen_train(args, cwd):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def rewrite(path, out, metadata=None, edit=None):
-    """A copy of the bot file at ``path`` with its metadata replaced (any JSON value) and/or its graph edited."""
+def rewrite(path, out, metadata=None, edit=None, stamp=True):
+    """A copy of the bot file at ``path`` with its metadata replaced (any JSON value) and/or its graph edited. With
+    ``stamp`` its checksum is computed anew, as if kahve had written it (to reach the checks behind the checksum);
+    without, it keeps the one it had: a file changed after kahve wrote it."""
+    from kahve.agents.policies.bot import stamp_checksum
     model = onnx.load(str(path))
     if metadata is not None:
         for prop in model.metadata_props:
@@ -110,6 +113,8 @@ def rewrite(path, out, metadata=None, edit=None):
                 prop.value = json.dumps(metadata)
     if edit is not None:
         edit(model)
+    if stamp:
+        stamp_checksum(model)
     onnx.save(model, str(out))
     return out
 

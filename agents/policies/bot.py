@@ -11,10 +11,23 @@ size, or a file that is not a kahve bot, is refused with a clear error; settings
 (a different target score, say) only warn. A file is checked whole when it loads (:class:`BotFileError`):
 metadata with every key and type, a graph whose input and output names and sizes are the metadata's, every weight
 finite (an infinite bias before a tanh would not show in the outputs) and finite outputs.
+
+The metadata's ``checksum`` tells a file changed after kahve wrote it from a corrupt one (issue 61): ``"sha256:"``
+and the SHA-256 of everything in the file that decides the bot's moves (:func:`checksum`): the metadata without its
+checksum as canonical JSON (keys sorted, no spaces, ASCII escapes: the same whatever wrote the text), a newline, then
+the ONNX model's protobuf bytes as stored, less its metadata properties: the graph (every node, every weight's bytes
+in the file's order, the inputs and outputs), the opset, the IR version and the rest. :func:`export_onnx` and
+:func:`rewrite_metadata` write it; every reader checks it (:func:`check_checksum`: :meth:`Bot.read_metadata` and so
+:meth:`Bot.load`, :func:`mlp_from_bot`, :func:`expert_from_bot`, :func:`bot_expert_input`), after the checks above,
+so a file cut short, unreadable or with a NaN weight keeps its own message, and one whose content is sound but not
+what kahve wrote (a finite weight edited, a setting in the metadata changed) is refused in one line as changed. It
+detects a change, it is no signature: whoever edits a file can compute a new checksum (:func:`stamp_checksum` does),
+and then the file is another bot. A file without one (written by a kahve before checksums) loads as before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -30,6 +43,8 @@ from .network import MLP, masked_choice
 
 FORMAT = "kahve-bot"
 FORMAT_VERSION = 1
+#: the metadata key of a bot file's checksum (:func:`checksum`)
+CHECKSUM = "checksum"
 #: settings whose change alters what an observation or action means, even at the same sizes
 
 
@@ -87,11 +102,61 @@ def export_onnx(mlp: MLP, path, metadata: dict, expert: MLP | CardAttention | No
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="kahve")
     model.ir_version = 8
     helper.set_model_props(model, {"kahve": json.dumps(metadata)})
+    stamp_checksum(model)
     onnx.checker.check_model(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(path))
     return path
+
+
+def checksum(model: bytes, metadata: dict) -> str:
+    """``"sha256:"`` and the hex SHA-256 of a bot file's ``metadata`` without its checksum as canonical JSON (keys
+    sorted, no spaces, ASCII escapes), a newline (which canonical JSON never holds), and the serialized ONNX
+    ``model`` less its metadata properties (the module's docstring says why)."""
+    from .onnx_cut import split_metadata
+    body = {k: v for k, v in metadata.items() if k != CHECKSUM}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(text.encode("ascii") + b"\n")
+    digest.update(split_metadata(model)[1])
+    return "sha256:" + digest.hexdigest()
+
+
+def stamp_checksum(model) -> None:
+    """Write the checksum of the ONNX ``model`` (an ``onnx.ModelProto``, changed in place) into its kahve metadata,
+    replacing any it had; a model whose kahve metadata is not one JSON mapping is left as it is."""
+    props = [p for p in model.metadata_props if p.key == "kahve"]
+    try:
+        meta = json.loads(props[0].value) if len(props) == 1 else None
+    except (ValueError, RecursionError):
+        return
+    if isinstance(meta, dict):
+        meta = {k: v for k, v in meta.items() if k != CHECKSUM}
+        props[0].value = json.dumps({**meta, CHECKSUM: checksum(model.SerializeToString(), meta)})
+
+
+def check_checksum(path, data: bytes | None = None) -> None:
+    """The bot file at ``path`` (its bytes ``data``, if read already) is as kahve wrote it: its metadata's checksum
+    is that of its weights and metadata (:func:`checksum`). A file without one (an older kahve's), or whose metadata
+    cannot be read (which :meth:`Bot.read_metadata` refuses), passes; one with two kahve metadata entries does not."""
+    from .onnx_cut import split_metadata
+    try:
+        data = Path(path).read_bytes() if data is None else data
+        props, _ = split_metadata(data)
+    except (OSError, ValueError) as err:
+        raise BotFileError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    values = [value for key, value in props if key == "kahve"]
+    if len(values) > 1:
+        raise BotFileError(f"{path} has {len(values)} kahve metadata entries; kahve writes one")
+    try:
+        meta = json.loads(values[0]) if values else None
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(meta, dict) or CHECKSUM not in meta:
+        return
+    if meta[CHECKSUM] != checksum(data, meta):
+        raise BotFileError(f"{path}: changed after kahve wrote it (its checksum does not match its weights and "
+                           "metadata); export it again from its run folder")
 
 
 def _mlp_graph(mlp: MLP, prefix: str, output: str) -> tuple[list, list]:
@@ -132,12 +197,14 @@ def _graph_arrays(path, prefix: str) -> tuple[object, dict]:
 
 def rewrite_metadata(source, path, metadata: dict) -> Path:
     """A copy of the bot file ``source`` at ``path`` with its metadata replaced (the networks unchanged), written
-    whole or not at all: a recipe's bot is the last stage's with the recipe's record added."""
+    whole or not at all: a recipe's bot is the last stage's with the recipe's record added. The copy's checksum is
+    its new metadata's (any ``checksum`` in ``metadata`` is replaced)."""
     import onnx
     model = onnx.load(str(source))
     for prop in model.metadata_props:
         if prop.key == "kahve":
             prop.value = json.dumps(metadata)
+    stamp_checksum(model)
     path = Path(path)
     part = path.with_name(path.name + ".part")
     onnx.save(model, str(part))
@@ -170,11 +237,13 @@ def mlp_from_bot(path, feature_size: int = 0, expert: bool = False) -> MLP:
         raise BotFileError(f"{path} has a per-move layer (network.move_layer, removed from kahve): its network "
                            "cannot be read back to train further")
     try:
-        return MLP([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
-                   "relu" if any(node.op_type == "Relu" and node.output[0] in hidden for node in model.graph.node)
-                   else "tanh", **features)
+        mlp = MLP([arrays[f"w{k}"] for k in range(n)], [arrays[f"b{k}"] for k in range(n)],
+                  "relu" if any(node.op_type == "Relu" and node.output[0] in hidden for node in model.graph.node)
+                  else "tanh", **features)
     except ValueError as err:
         raise BotFileError(f"{path}: {err}") from None
+    check_checksum(path)        # last, as in Bot.read_metadata
+    return mlp
 
 
 def expert_from_bot(path, feature_size: int = 0) -> MLP | CardAttention:
@@ -204,6 +273,7 @@ def bot_expert_input(path) -> int | None:
         value = json.loads(props.get("kahve", "{}")).get("expert_input")
     except (json.JSONDecodeError, AttributeError):
         raise BotFileError(f"{path}: the kahve metadata is not a JSON mapping") from None
+    check_checksum(path)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -289,7 +359,12 @@ class Bot:
                                f"version {FORMAT_VERSION}")
         check_metadata(meta, path)
         check_graph(session, meta, path)
-        check_weights(path)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise BotFileError(f"{path} is not a readable kahve bot file ({type(err).__name__})") from None
+        check_weights(path, data)
+        check_checksum(path, data)      # last: a file that is corrupt as well as changed says what is wrong with it
         return session, meta
 
     @classmethod
@@ -389,12 +464,13 @@ def check_graph(session, meta: dict, path: str = "bot") -> None:
         raise BotFileError(f"{path}: the network gives NaN or infinite values (broken weights)")
 
 
-def check_weights(path) -> None:
-    """Every floating-point weight in the graph of the bot file at ``path`` is finite: a NaN shows in the outputs, but
-    an infinite bias before a tanh gives finite ones (read from the protobuf bytes: numpy and onnxruntime only)."""
+def check_weights(path, data: bytes | None = None) -> None:
+    """Every floating-point weight in the graph of the bot file at ``path`` (its bytes ``data``, if read already) is
+    finite: a NaN shows in the outputs, but an infinite bias before a tanh gives finite ones (read from the protobuf
+    bytes: numpy and onnxruntime only)."""
     from .onnx_cut import float_initializers
     try:
-        weights = float_initializers(Path(path).read_bytes())
+        weights = float_initializers(Path(path).read_bytes() if data is None else data)
     except ValueError as err:
         raise BotFileError(f"{path}: its graph's weights cannot be read ({err})") from None
     for name, values in weights:

@@ -8,13 +8,16 @@ with numpy and onnxruntime only (docs/architecture.md).
 
 Only the fields the cut touches are decoded (field numbers from onnx.proto); every other field is copied as
 its bytes, so nothing of the file is reinterpreted. :func:`float_initializers` reads the graph's float weights the
-same way, for the check that every weight of a bot file is finite (``bot.check_weights``).
+same way, for the check that every weight of a bot file is finite (``bot.check_weights``), and
+:func:`split_metadata` splits a model into its metadata properties and the rest of its bytes, for a bot file's
+checksum (``bot.checksum``).
 """
 
 from __future__ import annotations
 
 # onnx.proto field numbers
-MODEL_GRAPH = 7
+MODEL_GRAPH, MODEL_METADATA_PROPS = 7, 14
+ENTRY_KEY, ENTRY_VALUE = 1, 2           # StringStringEntryProto
 GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_OUTPUT, GRAPH_VALUE_INFO = 1, 5, 12, 13
 NODE_INPUT, NODE_OUTPUT = 1, 2
 TENSOR_NAME = 8
@@ -99,6 +102,20 @@ def float_initializers(model: bytes) -> list:
             name = next((p.decode(errors="replace") for k, p, _ in parts if k == TENSOR_NAME and p is not None), "")
             out.append((name, np.frombuffer(data, dtype=dtype)))
     return out
+
+
+def split_metadata(model: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    """The model's metadata properties as ``(key, value)`` in file order (an entry's last key and value count, as
+    protobuf reads them), and every other field of the model as its bytes, in file order and unchanged (the graph
+    with its nodes and weights, the opset, the IR version...). A malformed model is a ``ValueError``."""
+    props, rest = [], bytearray()
+    for number, payload, raw in fields(model):
+        if number != MODEL_METADATA_PROPS or payload is None:
+            rest += raw
+            continue
+        entry = {n: p for n, p, _ in fields(payload) if p is not None and n in (ENTRY_KEY, ENTRY_VALUE)}
+        props.append((entry.get(ENTRY_KEY, b"").decode(), entry.get(ENTRY_VALUE, b"").decode()))
+    return props, bytes(rest)
 
 
 def _field(number: int, payload: bytes) -> bytes:

@@ -155,3 +155,102 @@ def test_one_owner_says_whether_a_bot_fits_a_table():
     assert other.ok and "target_score" in other.other
     free = fit(meta, game(players=2, episode="match", reward="outcome", skip_single_choice=False), "b")
     assert free.ok and not set(free.other) & set(NOT_IMPOSED)
+
+
+# ----- the checksum: a file changed after kahve wrote it, told apart from a corrupt one (issue 61) -----------------
+def _changed(path) -> str:
+    return (f"{path}: changed after kahve wrote it (its checksum does not match its weights and metadata); export it "
+            "again from its run folder")
+
+
+def _nudge(model):
+    """One finite weight moved by one step of float32: w0[3, 5] of the first layer."""
+    init = model.graph.initializer[0]
+    w = numpy_helper.to_array(init).copy()
+    w[3, 5] = np.nextafter(w[3, 5], np.float32(np.inf))
+    assert np.isfinite(w).all()
+    init.CopyFrom(numpy_helper.from_array(w, init.name))
+
+
+def _refused_as_changed(path) -> None:
+    """Every reader of a bot file refuses ``path`` with the one line of a changed file."""
+    from kahve.agents.policies.bot import expert_from_bot
+    for read in (Bot.load, Bot.read_metadata, mlp_from_bot, expert_from_bot, bot_expert_input):
+        with pytest.raises(BotFileError) as err:
+            read(path)
+        assert str(err.value) == _changed(path), read.__name__
+
+
+def test_a_bot_whose_finite_weight_was_changed_after_export_is_refused(good, tmp_path):
+    game, _, path = good
+    changed = rewrite(path, tmp_path / "changed.onnx", edit=_nudge, stamp=False)
+    _refused_as_changed(changed)
+    with pytest.raises(BotFileError, match="changed after kahve wrote it"):
+        Bot.load(changed, game=game)
+    # the checksum is no signature: whoever changes the weights can compute it anew, and the file is another bot
+    other = rewrite(path, tmp_path / "other.onnx", edit=_nudge)
+    Bot.load(other, game=game)
+    assert mlp_from_bot(other).weights[0][3, 5] != mlp_from_bot(path).weights[0][3, 5]
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: {**m, "settings": {**m["settings"], "target_score": 51}},     # alone, only a warning at load
+    lambda m: {**m, "settings": {**m["settings"], "players": 4}},
+    lambda m: {**m, "training_steps": m["training_steps"] + 1},
+    lambda m: {**m, "note": "hello"},
+    lambda m: {**m, "checksum": None},
+    lambda m: {**m, "checksum": "sha256:" + "0" * 64},
+], ids=["target-score", "players", "training-steps", "a-new-key", "checksum-null", "checksum-zeros"])
+def test_a_bot_whose_metadata_was_changed_after_export_is_refused(good, tmp_path, change):
+    _, _, path = good
+    _refused_as_changed(rewrite(path, tmp_path / "changed.onnx", metadata=change(meta_of(path)), stamp=False))
+
+
+def test_every_writer_stamps_the_checksum_and_a_file_without_one_still_loads(good, tmp_path):
+    from kahve.agents.policies.bot import CHECKSUM, checksum, rewrite_metadata
+    game, mlp, path = good
+    meta = meta_of(path)
+    assert meta[CHECKSUM].startswith("sha256:") and len(meta[CHECKSUM]) == 71
+    assert meta[CHECKSUM] == checksum(path.read_bytes(), meta)
+    # a recipe's copy with more metadata gets the checksum of its own metadata
+    copy = rewrite_metadata(path, tmp_path / "copy.onnx", {**Bot.read_metadata(path)[1], "training_steps": 99})
+    assert meta_of(copy)[CHECKSUM] not in ("", meta[CHECKSUM]) and Bot.load(copy).metadata["training_steps"] == 99
+    # a file written by a kahve before checksums (the entry absent) loads and plays as the same file with it
+    older = rewrite(path, tmp_path / "older.onnx", metadata={k: v for k, v in meta.items() if k != CHECKSUM},
+                    stamp=False)
+    assert CHECKSUM not in meta_of(older)
+    x = np.random.default_rng(2).random((5, game.observation_size), dtype=np.float32)
+    assert np.array_equal(Bot.load(older, game=game).batch_logits(x), Bot.load(path, game=game).batch_logits(x))
+    assert all(np.array_equal(a, b) for a, b in zip(mlp_from_bot(older).weights, mlp.weights))
+    assert bot_expert_input(older) is None
+    # ... even with a finite weight changed: no check can tell that from another bot (docs/design.md, "Bad input")
+    Bot.load(rewrite(older, tmp_path / "older_changed.onnx", edit=_nudge, stamp=False), game=game)
+
+
+def test_a_changed_bot_file_is_told_apart_from_a_corrupt_one(good, tmp_path):
+    _, _, path = good
+    data = path.read_bytes()
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(data[:len(data) // 2])
+    two = rewrite(path, tmp_path / "two.onnx", stamp=False,
+                  edit=lambda m: m.metadata_props.add().CopyFrom(m.metadata_props[0]))
+    cases = {cut: "not a readable kahve bot file",
+             rewrite(path, tmp_path / "nan.onnx", edit=_poison(np.nan), stamp=False): "NaN or infinite",
+             rewrite(path, tmp_path / "inf.onnx", edit=_poison_bias, stamp=False): "NaN or infinite",
+             rewrite(path, tmp_path / "renamed.onnx", edit=_rename_input, stamp=False): "maps \\['obs'\\]",
+             two: "has 2 kahve metadata entries; kahve writes one",
+             rewrite(path, tmp_path / "changed.onnx", edit=_nudge, stamp=False): "changed after kahve wrote it"}
+    for bad, match in cases.items():
+        with pytest.raises(BotFileError, match=match) as err:
+            Bot.load(bad)
+        assert "\n" not in str(err.value)
+        assert ("changed after kahve wrote it" in str(err.value)) == (match == "changed after kahve wrote it")
+
+
+def test_every_shipped_bot_carries_its_checksum():
+    from kahve import checkpoints
+    from kahve.agents.policies.bot import CHECKSUM, checksum
+    for name in checkpoints.names():
+        path = checkpoints.find(name)
+        meta = meta_of(path)
+        assert meta.get(CHECKSUM) == checksum(path.read_bytes(), meta), name

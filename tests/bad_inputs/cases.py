@@ -72,10 +72,14 @@ def bot_meta(ws: Workspace, name: str) -> dict:
     return copy.deepcopy(ws.once(("meta", name), make))
 
 
-def edited_bot(ws: Workspace, name: str, meta=None, raw_meta: str | None = None, graph=None, drop_meta=False) -> Path:
+def edited_bot(ws: Workspace, name: str, meta=None, raw_meta: str | None = None, graph=None, drop_meta=False,
+               stamp=True) -> Path:
     """A copy of shipped bot ``name`` with ``meta(metadata)`` as its metadata (or the text ``raw_meta``) and/or
-    ``graph(model)`` applied to its ONNX model."""
+    ``graph(model)`` applied to its ONNX model. ``stamp``: its checksum computed anew (where its metadata is a JSON
+    mapping), as if kahve had written the edited file, so the case reaches the check behind the checksum; without,
+    the shipped bot's checksum stays: a file changed after kahve wrote it."""
     import onnx
+    from kahve.agents.policies.bot import stamp_checksum
     model = onnx.load(str(shipped_bot(ws, name)))
     props = {p.key: p.value for p in model.metadata_props}
     if meta is not None:
@@ -90,6 +94,8 @@ def edited_bot(ws: Workspace, name: str, meta=None, raw_meta: str | None = None,
         entry.key, entry.value = k, v
     if graph is not None:
         graph(model)
+    if stamp:
+        stamp_checksum(model)
     out = ws.path("edited.onnx")
     onnx.save(model, str(out))
     return out
@@ -635,6 +641,16 @@ def _poison(model, value, which: int = 0):
     init.CopyFrom(numpy_helper.from_array(a, init.name))
 
 
+def _nudge(model, which: int = 0):
+    """Move the first value of the ``which``-th float initializer by one step of float32 (it stays finite)."""
+    from onnx import numpy_helper
+    inits = [i for i in model.graph.initializer if i.data_type == 1 and len(i.dims) >= 1]
+    init = inits[which % len(inits)]
+    a = numpy_helper.to_array(init).copy()
+    a.flat[0] = np.nextafter(a.flat[0], np.float32(np.inf))
+    init.CopyFrom(numpy_helper.from_array(a, init.name))
+
+
 def _rename(model, io: str, new: str):
     old = (model.graph.input if io == "input" else model.graph.output)[0].name
     (model.graph.input if io == "input" else model.graph.output)[0].name = new
@@ -760,6 +776,26 @@ def bot_cases() -> list:
         add("the opset edited to 1", lambda ws, name=name: edited_bot(
             ws, name, graph=lambda m: m.opset_import[0].__setattr__("version", 1)))
         add("ir_version 99", lambda ws, name=name: edited_bot(ws, name, graph=lambda m: setattr(m, "ir_version", 99)))
+        # changed after kahve wrote it: its checksum (issue 61) no longer that of its weights and metadata
+        for which in (0, -1):
+            add(f"a changed finite weight (initializer {which})", lambda ws, name=name, which=which: edited_bot(
+                ws, name, graph=lambda m: _nudge(m, which), stamp=False))
+            add(f"a changed finite weight (initializer {which}), as a policy spec", lambda ws, name=name, which=which:
+                edited_bot(ws, name, graph=lambda m: _nudge(m, which), stamp=False), via_spec=True)
+        add("a changed finite weight, its checksum computed anew (another bot)", lambda ws, name=name: edited_bot(
+            ws, name, graph=_nudge), ACCEPT)
+        add("training_steps edited, the checksum not", lambda ws, name=name: edited_bot(
+            ws, name, meta=lambda m: {**m, "training_steps": 1}, stamp=False))
+        add("a setting edited, the checksum not", lambda ws, name=name: edited_bot(
+            ws, name, meta=lambda m: {**m, "settings": {**m["settings"], "target_score": 7}}, stamp=False))
+        add("checksum null", lambda ws, name=name: edited_bot(ws, name, meta=lambda m: {**m, "checksum": None},
+                                                              stamp=False))
+        add("checksum of another bot", lambda ws, name=name: edited_bot(
+            ws, name, meta=lambda m: {**m, "checksum": bot_meta(ws, "pasur/dqn")["checksum"]}, stamp=False))
+        add("checksum removed (a bot file of a kahve before checksums)", lambda ws, name=name: edited_bot(
+            ws, name, meta=lambda m: {k: v for k, v in m.items() if k != "checksum"}, stamp=False), ACCEPT)
+        add("two kahve metadata entries", lambda ws, name=name: edited_bot(
+            ws, name, graph=lambda m: m.metadata_props.add().CopyFrom(m.metadata_props[0]), stamp=False))
         # another table
         for other in others[game][:2]:
             def call(ws, name=name, other=other):
@@ -792,6 +828,8 @@ def bot_cases() -> list:
                                                             .read_bytes()[:500_000])),
                         ("a NaN weight", lambda ws: edited_bot(ws, "pishti/ppo_2p",
                                                                graph=lambda m: _poison(m, float("nan")))),
+                        ("with a changed finite weight", lambda ws: edited_bot(ws, "pishti/ppo_2p", graph=_nudge,
+                                                                               stamp=False)),
                         ("of pasur", lambda ws: shipped_bot(ws, "pasur/ppo"))):
         def call(ws, make=make):
             from kahve.agents.training import config as config_mod
