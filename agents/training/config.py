@@ -148,7 +148,12 @@ SCHEMA: dict = {
                                                              "forward pass for all: 4 ran 2.4x the steps/s of 1 here)"),
         "num_cpus_per_env_runner": Field(float, 1.0, 0.0, 1024.0),
         "num_learners": Field(int, 0, 0, 1024, doc="learner actors; 0: one learner in the driver process"),
-        "num_gpus_per_learner": Field(float, 0.0, 0.0, 64.0),
+        "num_gpus_per_learner": Field(float, 0.0, 0.0, 64.0,
+                                      doc="GPUs each learner trains on; with num_learners 0 any value above 0 puts "
+                                          "the driver's learner on this machine's first CUDA device; checked "
+                                          "against the CUDA devices torch sees here, except for the learner actors "
+                                          "of a cluster (address set and num_learners 1+), whose GPUs may be on "
+                                          "other machines"),
         "address": Field(str, "", doc="'': a local Ray instance; 'auto': the cluster this machine joined with "
                                       "`ray start`; HOST:PORT: that cluster"),
         "num_cpus": Field(int, 0, 0, 100_000, doc="CPUs of the local Ray instance; 0: what the runners and "
@@ -269,6 +274,7 @@ def _check_semantics(cfg: dict, init_later: bool = False) -> None:
     if cfg["game"] is None:
         raise ValueError("config key 'game' is required; one of: " + ", ".join(envs.GAMES))
     _check_device(cfg["device"])
+    _check_rllib_gpus(cfg)
     game_cls = envs.game_class(cfg["game"])
     _check_settings("settings", cfg["settings"])
     _check_settings("evaluation.settings", cfg["evaluation"]["settings"])
@@ -431,6 +437,50 @@ def _check_device(device: str) -> None:
     if not ok:
         raise ValueError(f"config key 'device': 'cuda', but {what}; use device cpu (or auto: cuda when there is "
                          "one), or install a CUDA build of torch on a machine with an NVIDIA GPU")
+
+
+def rllib_gpus_needed(num_learners: int, per_learner: float) -> int:
+    """CUDA devices the learners of backend rllib take: the driver's learner (``num_learners`` 0) trains on one;
+    learner actors take ``per_learner`` each, a fraction of a GPU shared as Ray shares it (``floor(1 /
+    per_learner)`` learners to a GPU), more than 1 as whole GPUs."""
+    if per_learner <= 0:
+        return 0
+    if num_learners == 0:
+        return 1
+    if per_learner < 1:
+        return math.ceil(num_learners / math.floor(1 / per_learner + 1e-9))
+    return num_learners * math.ceil(per_learner)
+
+
+def _check_rllib_gpus(cfg: dict) -> None:
+    """``rllib.num_gpus_per_learner`` against the CUDA devices torch sees on this machine, before Ray starts (RLlib
+    itself fails deep in building the learner, or waits for a GPU that never comes). Not checked where Ray places
+    the learners on a cluster (``rllib.address`` with ``num_learners`` 1+): their GPUs may be on other machines.
+    The driver's learner (``num_learners`` 0) trains in this process, so its GPU must be here whatever the address."""
+    rc = cfg["rllib"]
+    per, learners = rc["num_gpus_per_learner"], rc["num_learners"]
+    if cfg["backend"] != "rllib" or per <= 0 or (rc["address"] and learners > 0):
+        return
+    key = "config key 'rllib.num_gpus_per_learner'"
+    need = rllib_gpus_needed(learners, per)
+    if learners == 0:
+        who = "the learner trains in this process (rllib.num_learners 0), on this machine"
+        if rc["address"]:
+            who += f" even with rllib.address {rc['address']!r}"
+    else:
+        who = f"rllib.num_learners {learners} on a local Ray instance (rllib.address '') need {need} GPU(s) here"
+    ok, what = cuda_available()
+    if not ok:
+        raise ValueError(f"{key}: {short(per)}, but {what}; {who}: set it to 0 (the learner trains on the CPU), "
+                         "run on a machine with an NVIDIA GPU and a CUDA build of torch, or give rllib.address a "
+                         "cluster with GPU nodes and rllib.num_learners 1+")
+    import torch
+    have = torch.cuda.device_count()
+    if need > have:
+        raise ValueError(f"{key}: {short(per)} with rllib.num_learners {learners} needs {need} GPUs, but torch "
+                         f"sees {have} CUDA device{'s' if have != 1 else ''} on this machine; lower "
+                         "rllib.num_gpus_per_learner or rllib.num_learners, or give rllib.address a cluster with "
+                         "more GPUs")
 
 
 def _check_evaluation_spaces(cfg: dict, game, eval_game) -> None:

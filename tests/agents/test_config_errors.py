@@ -152,3 +152,65 @@ def test_error_messages_quote_a_huge_value_in_part_and_a_network_has_at_most_16_
     assert len(str(err.value)) < 300
     with pytest.raises(ValueError, match="20,000 layers; at most 16"):
         config_mod.resolve({"game": "pishti", "network": {"hidden": [8] * 20_000}})
+
+
+# ----- GPUs asked for on the RLlib path: checked against torch before Ray starts ------------------------------------
+RLLIB = {**PISHTI, "backend": "rllib", "network": {"action_features": False}}
+
+
+def _cuda(monkeypatch, devices: int):
+    """A machine whose torch sees ``devices`` CUDA devices (0: none)."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: devices > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: devices)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "a mocked GPU")
+
+
+@pytest.mark.parametrize("rllib,match", [
+    # the learner in the driver (num_learners 0): RLlib used to fail after Ray started, with an AssertionError
+    ({"num_gpus_per_learner": 1}, "the learner trains in this process"),
+    ({"num_gpus_per_learner": 0.25}, "the learner trains in this process"),
+    # ... which runs on this machine even where the env runners are a cluster's
+    ({"num_gpus_per_learner": 1, "address": "auto"}, "on this machine even with rllib.address 'auto'"),
+    # learner actors of a local Ray instance (RLlib would wait for a GPU that never comes)
+    ({"num_gpus_per_learner": 0.5, "num_learners": 2}, "rllib.num_learners 2 on a local Ray instance"),
+])
+def test_rllib_gpus_on_a_machine_without_cuda_are_a_one_line_error_naming_the_key(monkeypatch, rllib, match):
+    _cuda(monkeypatch, 0)
+    value = float(rllib["num_gpus_per_learner"])
+    with pytest.raises(ValueError, match=f"^config key 'rllib.num_gpus_per_learner': {re.escape(repr(value))}, "
+                                         f"but torch .*(without CUDA|finds no CUDA).*{re.escape(match)}") as err:
+        config_mod.resolve({**RLLIB, "rllib": rllib})
+    assert "\n" not in str(err.value) and "set it to 0" in str(err.value)
+    # the override of `kahve train` and a resume are refused the same way
+    overrides = [f"rllib.{k}={v}" for k, v in rllib.items()]
+    with pytest.raises(ValueError, match="'rllib.num_gpus_per_learner'"):
+        config_mod.resolve(config_mod.apply_overrides(RLLIB, overrides))
+    with pytest.raises(ValueError, match="'rllib.num_gpus_per_learner'"):
+        config_mod.for_resume(RLLIB, overrides)
+
+
+def test_rllib_gpus_that_need_no_local_cuda_pass(monkeypatch):
+    _cuda(monkeypatch, 0)
+    config_mod.resolve({**RLLIB, "rllib": {"num_gpus_per_learner": 0}})
+    # learner actors on a cluster: Ray places them where its GPUs are, on other machines maybe (not checked here)
+    config_mod.resolve({**RLLIB, "rllib": {"num_gpus_per_learner": 1, "num_learners": 2, "address": "auto"}})
+    # the sb3 backend never reads the rllib section
+    config_mod.resolve({**PISHTI, "rllib": {"num_gpus_per_learner": 1}})
+
+
+def test_rllib_gpus_are_counted_against_the_cuda_devices_torch_sees(monkeypatch):
+    _cuda(monkeypatch, 1)
+    for fits in ({"num_gpus_per_learner": 1}, {"num_gpus_per_learner": 1, "num_learners": 1},
+                 {"num_gpus_per_learner": 0.5, "num_learners": 2}, {"num_gpus_per_learner": 0.25, "num_learners": 4}):
+        assert config_mod.resolve({**RLLIB, "rllib": fits})["rllib"]["num_gpus_per_learner"] > 0
+    for rllib, need in (({"num_gpus_per_learner": 1, "num_learners": 2}, 2),
+                        ({"num_gpus_per_learner": 0.5, "num_learners": 3}, 2),     # two halves share a GPU
+                        ({"num_gpus_per_learner": 0.4, "num_learners": 3}, 2),     # two 0.4s, not three, fit one
+                        ({"num_gpus_per_learner": 2, "num_learners": 1}, 2)):
+        with pytest.raises(ValueError, match=f"^config key 'rllib.num_gpus_per_learner': .* with rllib.num_learners "
+                                             f"{rllib['num_learners']} needs {need} GPUs, but torch sees 1 CUDA "
+                                             "device on this machine;"):
+            config_mod.resolve({**RLLIB, "rllib": rllib})
+    _cuda(monkeypatch, 4)
+    config_mod.resolve({**RLLIB, "rllib": {"num_gpus_per_learner": 2, "num_learners": 2}})

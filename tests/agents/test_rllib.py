@@ -132,15 +132,76 @@ def test_config_keys_of_the_rllib_backend():
     assert set(ppo.policies) == {"learner", "snapshot_0", "snapshot_1", "snapshot_2", "snapshot_3"}
 
 
+# ----- the metrics ---------------------------------------------------------------------------------------------------
+class _Writer:
+    def __init__(self):
+        self.scalars: dict[str, list] = {}
+
+    def add_scalar(self, tag, value, step):
+        self.scalars.setdefault(tag, []).append((step, value))
+
+
+def _recorded(learner: dict) -> dict:
+    from types import SimpleNamespace
+    fake = SimpleNamespace(writer=_Writer(), learn_seconds=lambda: 0.0, start_steps=0)
+    rb.RLlibSession._record(fake, {"env_runners": {}, "learners": {"learner": learner}}, 100)
+    return {tag: values[-1][1] for tag, values in fake.writer.scalars.items()}
+
+
+def test_train_metrics_are_what_rllib_reports_and_no_fake_zeros():
+    # RLlib 2.60 reports mean_kl_loss = 0.0 whenever the KL term is out of the loss (use_kl_loss False, as here):
+    # it is no measurement, and train/approx_kl is the learner's own approx_kl
+    learner = {"policy_loss": -0.1, "vf_loss": 2.0, "entropy": 1.5, "vf_explained_var": 0.25, "mean_kl_loss": 0.0,
+               "approx_kl": 0.004}
+    assert _recorded(learner) == {"train/policy_loss": -0.1, "train/value_loss": 2.0, "train/entropy": 1.5,
+                                  "train/explained_variance": 0.25, "train/approx_kl": 0.004}
+    # a metric not reported (absent, or the NaN of a reduce over nothing) writes nothing, never a 0
+    assert _recorded({"mean_kl_loss": 0.0, "entropy": float("nan"), "policy_loss": np.float64(0.5)}) == {
+        "train/policy_loss": 0.5}
+    # ... which the run's learner logs
+    from kahve.agents.training.session import pool_from_config
+    cfg = config_mod.load("configs/pishti/rllib.yaml")
+    assert rb.algorithm_config(cfg, pool_from_config(cfg)).learner_class is rb.MaskedPPOLearner
+
+
 # ----- a run on a local Ray instance --------------------------------------------------------------------------------
-def _tags(folder) -> set[str]:
+def _scalars(folder) -> dict[str, list[float]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    tags = set()
+    scalars: dict[str, list[float]] = {}
     for events in folder.rglob("events.out.tfevents.*"):
         acc = EventAccumulator(str(events))
         acc.Reload()
-        tags |= set(acc.Tags()["scalars"])
-    return tags
+        for tag in acc.Tags()["scalars"]:
+            scalars.setdefault(tag, []).extend(e.value for e in acc.Scalars(tag))
+    return scalars
+
+
+def _tags(folder) -> set[str]:
+    return set(_scalars(folder))
+
+
+def test_a_short_run_logs_the_kl_of_its_updates(tmp_path):
+    """PPO updates with a nonzero learning rate move the policy: train/approx_kl is positive after every update
+    (it was RLlib's mean_kl_loss, a constant 0 without a KL term in the loss), and small (clipped PPO steps)."""
+    import ray
+
+    from kahve.agents.training.backends import train
+    cfg = config_mod.load("configs/pishti/rllib.yaml", [
+        "total_timesteps=384", "n_envs=1", "network.hidden=[32]", "ppo.n_steps=128", "ppo.batch_size=64",
+        "ppo.n_epochs=2", "ppo.learning_rate=0.003", "pretrain.steps=0", "opponents.pool=[{policy: random, weight: 1}]",
+        "opponents.self_play.every=0", "evaluation.every=0", "evaluation.games=2", "evaluation.opponents=[random]",
+        "evaluation.workers=1", "checkpoint_every=100000", "rllib.num_env_runners=0",
+        "rllib.num_envs_per_env_runner=1", f"output={tmp_path / 'run'}"])
+    ray.init(address="local", num_cpus=1, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        summary = train(cfg, progress=False)
+    finally:
+        ray.shutdown()
+    scalars = _scalars(tmp_path / "run" / "tb")
+    kl = scalars["train/approx_kl"]
+    assert len(kl) == summary["rllib"]["iterations"] >= 2
+    assert all(0 < x < 0.5 for x in kl), kl
+    assert {"train/policy_loss", "train/value_loss", "train/entropy", "train/explained_variance"} <= set(scalars)
 
 
 def test_trains_pishti_with_two_env_runners_and_the_bot_beats_random(tmp_path):

@@ -61,6 +61,7 @@ except ImportError as err:
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner  # noqa: E402
 from ray.rllib.core.columns import Columns  # noqa: E402
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI  # noqa: E402
 from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: E402
@@ -371,6 +372,33 @@ class _ClonePolicy(nn.Module):
         return SimpleNamespace(distribution=self._dist(obs, action_masks))
 
 
+# ----- the learner --------------------------------------------------------------------------------------------------
+#: the learner metric of the policy's change in an update (SB3's ``train/approx_kl``)
+APPROX_KL = "approx_kl"
+
+
+class MaskedPPOLearner(PPOTorchLearner):
+    """RLlib's torch PPO learner, which also logs ``approx_kl``: SB3's estimate of the KL divergence between the
+    policy that collected the batch and the one being trained, ``mean((r - 1) - log r)`` over a minibatch's samples
+    (``r``: the probability ratio of each taken action), averaged over every minibatch of the update. RLlib 2.60's
+    own ``mean_kl_loss`` is computed only where the KL term is part of the loss (``use_kl_loss``); kahve's PPO, like
+    SB3's, has no KL term, and RLlib then reports a constant 0 there. The loss is RLlib's, unchanged."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        loss = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        with torch.no_grad():
+            module = self.module[module_id].unwrapped()
+            dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+            log_ratio = dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP]
+            kl = torch.expm1(log_ratio) - log_ratio                 # (r - 1) - log r >= 0, per sample
+            if Columns.LOSS_MASK in batch:                           # PPO's artificial last steps are no data
+                kl = kl[batch[Columns.LOSS_MASK]]
+            approx_kl = kl.mean()
+        # reduce "mean" with no window: the mean over every minibatch of this update (SB3 averages it so)
+        self.metrics.log_value((module_id, APPROX_KL), approx_kl, reduce="mean")
+        return loss
+
+
 # ----- the algorithm ------------------------------------------------------------------------------------------------
 def train_batch_size(cfg: dict) -> int:
     return cfg["rllib"]["train_batch_size"] or cfg["ppo"]["n_steps"] * cfg["n_envs"]
@@ -415,7 +443,8 @@ def algorithm_config(cfg: dict, pool, session: int = 0):
                      # episodes stay lists: RLlib 2.60's MultiAgentEnvRunner numpy-izes every finished episode of a
                      # sample() call again after each env step (quadratic; half the sampling time here)
                      episodes_to_numpy=False)
-        .learners(num_learners=rc["num_learners"], num_gpus_per_learner=rc["num_gpus_per_learner"])
+        .learners(num_learners=rc["num_learners"], num_gpus_per_learner=rc["num_gpus_per_learner"],
+                  learner_class=MaskedPPOLearner)
         .training(lr=ppo["learning_rate"], gamma=ppo["gamma"], lambda_=ppo["gae_lambda"], clip_param=ppo["clip_range"],
                   vf_clip_param=float("inf"), entropy_coeff=ppo["ent_coef"], vf_loss_coeff=ppo["vf_coef"],
                   grad_clip=ppo["max_grad_norm"] or None, grad_clip_by="global_norm", use_kl_loss=False, kl_coeff=0.0,
@@ -512,6 +541,12 @@ def model_from_checkpoint(cfg: dict, run, ck):
                          "export the ONNX bot instead")
     view.save = save
     return view
+
+
+#: ``train/<ours>`` in TensorBoard: the learner result ``<theirs>`` of RLlib 2.60's PPO (``approx_kl``:
+#: :class:`MaskedPPOLearner`'s; RLlib's ``mean_kl_loss`` is a constant 0 without a KL term in the loss)
+TRAIN_METRICS = (("policy_loss", "policy_loss"), ("value_loss", "vf_loss"), ("entropy", "entropy"),
+                 ("approx_kl", APPROX_KL), ("explained_variance", "vf_explained_var"))
 
 
 class RLlibSession(Session):
@@ -671,10 +706,14 @@ class RLlibSession(Session):
             w.add_scalar("rollout/ep_rew_mean", float(returns[LEARNER]), steps)
         if "episode_len_mean" in runners:
             w.add_scalar("rollout/ep_len_mean", float(runners["episode_len_mean"]), steps)
-        for ours, theirs in (("policy_loss", "policy_loss"), ("value_loss", "vf_loss"), ("entropy", "entropy"),
-                             ("approx_kl", "mean_kl_loss"), ("explained_variance", "vf_explained_var")):
-            if theirs in learners:
-                w.add_scalar(f"train/{ours}", float(learners[theirs]), steps)
+        for ours, theirs in TRAIN_METRICS:
+            try:
+                value = float(learners[theirs])
+            except (KeyError, TypeError, ValueError):
+                continue
+            # a metric RLlib did not report this iteration (absent, or the NaN of a reduce over no values): nothing
+            if math.isfinite(value):
+                w.add_scalar(f"train/{ours}", value, steps)
         seconds = self.learn_seconds()
         if seconds > 0:
             w.add_scalar("charts/steps_per_second", (steps - self.start_steps) / seconds, steps)
