@@ -6,6 +6,16 @@ Skipped where Ray RLlib is not installed (``pip install -e '.[test,rllib]'`` ins
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -282,3 +292,186 @@ def test_trains_pishti_with_two_env_runners_and_the_bot_beats_random(tmp_path):
         assert again["rllib"]["decisions_checked"] > checked["decisions_checked"]
     finally:
         ray.shutdown()
+
+
+def test_a_cluster_that_refuses_the_driver_is_one_line_naming_the_auth_mode(monkeypatch):
+    """Ray's ConnectionError for a driver without RAY_AUTH_MODE=token at a token cluster's HOST:PORT says only
+    "Failed to connect"; kahve train's error is one line with the refusal from its cause and this process's mode."""
+    import ray
+    from ray.exceptions import AuthenticationError
+    cause = RuntimeError("Failed to connect to GCS. Last connection error: Traceback (most recent call last):\n"
+                         "  File \"python/ray/_raylet.pyx\", line 3198, in ray._raylet.GcsClient.__cinit__\n"
+                         "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is "
+                         "missing or incorrect. Note: RAY_AUTH_MODE is currently 'disabled' (not 'token'). Ensure "
+                         "that the token for the cluster is available in a local file")
+
+    def refused(**kwargs):
+        raise ConnectionError(f"Failed to connect to Ray cluster at {kwargs['address']}") from cause
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refused)
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    cfg = config_mod.load("configs/pishti/rllib.yaml", ["rllib.address=10.0.0.7:6379"])
+    with pytest.raises(ValueError) as err:
+        rb.init_ray(cfg)
+    msg = str(err.value)
+    assert "\n" not in msg and "'10.0.0.7:6379'" in msg
+    assert "(AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing or incorrect)" in msg
+    assert "RAY_AUTH_MODE unset" in msg and "docs/scale-out.md" in msg
+    # no cluster at all: Ray's own words; a token mode without a token: its AuthenticationError
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    for error, words in ((ConnectionError("Could not find any running Ray instance. Please specify"), "Could not "
+                          "find any running Ray instance"),
+                         (AuthenticationError("Token authentication is enabled but no authentication token was "
+                                              "found"), "no authentication token was found")):
+        monkeypatch.setattr(ray, "init", lambda error=error, **kwargs: (_ for _ in ()).throw(error))
+        with pytest.raises(ValueError, match=words) as err:
+            rb.init_ray(cfg)
+        assert "RAY_AUTH_MODE=token" in str(err.value) and "\n" not in str(err.value)
+
+
+# ----- a two-node Ray cluster, started and used as docs/scale-out.md says ------------------------------------------
+SCALE_OUT = Path(__file__).resolve().parents[2] / "docs" / "scale-out.md"
+#: the lines of a cluster block that start each machine's part; the lines above the first are every machine's
+_ROLES = {"head": "# the head machine", "node": "# every other machine", "driver": "# on the head"}
+#: what the test changes in the doc's commands, and nothing else: a free port, this machine's address, the head's
+#: token, one CPU per node (the runs' two env runners then need both nodes), a tiny run
+_TINY_RUN = ("total_timesteps=512 n_envs=1 ppo.n_steps=256 ppo.batch_size=128 ppo.n_epochs=1 network.hidden=[16] "
+             "pretrain.steps=0 opponents.self_play.every=0 evaluation.every=0 evaluation.games=2 "
+             "evaluation.workers=1 evaluation.opponents=[random] rllib.num_envs_per_env_runner=1")
+
+
+def _cluster_blocks() -> dict[str, dict[str, str]]:
+    """The bash blocks of the doc's "A cluster" section, by auth mode, each split into the parts of the head, the
+    other machines and the driver (each with the block's lines above its first machine comment in front)."""
+    text = SCALE_OUT.read_text()
+    section = text.split("\n## A cluster\n", 1)[1].split("\n## ", 1)[0]
+    blocks = {}
+    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+        mode = re.search(r"^export RAY_AUTH_MODE=(\w+)$", block, re.M).group(1)
+        parts, role = {"common": []}, "common"
+        for line in block.splitlines():
+            for name, marker in _ROLES.items():
+                if line.startswith(marker):
+                    role = name
+                    parts[role] = []
+            parts[role].append(line)
+        assert set(parts) == {"common", *_ROLES}, f"{mode}: {sorted(parts)}"
+        blocks[mode] = {name: "\n".join(parts["common"] + parts[name]) + "\n" for name in parts}
+    return blocks
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _shell(script: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """``script`` in a bash of its own (``-e``: the first failing command fails it), in the repository; on a
+    timeout its whole process group is killed."""
+    proc = subprocess.Popen(["bash", "-e", "-c", script], cwd=SCALE_OUT.parents[1], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"timed out after {timeout} s:\n{script}\n{out}\n{err}") from None
+    result = subprocess.CompletedProcess(script, proc.returncode, out, err)
+    assert result.returncode == 0, f"failed ({result.returncode}):\n{script}\n--- stdout\n{out}\n--- stderr\n{err}"
+    return result
+
+
+def _nodes(status: str) -> int:
+    """The active nodes in the output of `ray status`."""
+    active = status.split("Active:", 1)[-1].split("Pending:", 1)[0]
+    return len(re.findall(r"^ *1 node_", active, re.M)) if "Active:" in status else 0
+
+
+def _stop_cluster(tmp: str) -> list[int]:
+    """Kill every process of the cluster whose Ray folder (RAY_TMPDIR) is ``tmp``, as ``ray stop --force`` does, but
+    only these: ``ray stop`` would stop every Ray instance of this user on this machine. A process belongs to it where
+    its command line names the folder or its environment has it (the agents and workers that rename themselves
+    ``ray::...`` inherited it), or it is a child of one that does. Returns their pids."""
+    import psutil                       # Ray's own (ray puts the copy it ships on sys.path; imported above)
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    roots = []
+    for p in psutil.process_iter(["cmdline"]):
+        if p.pid in mine:
+            continue
+        try:
+            if any(tmp in arg for arg in p.info["cmdline"] or ()) or p.environ().get("RAY_TMPDIR") == tmp:
+                roots.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    procs = {p.pid: p for p in roots}
+    for p in roots:
+        try:
+            procs.update({c.pid: c for c in p.children(recursive=True) if c.pid not in mine})
+        except psutil.NoSuchProcess:
+            pass
+    for p in procs.values():
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(list(procs.values()), timeout=30)
+    return sorted(procs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["token", "disabled"])
+def test_trains_through_a_two_node_cluster_as_the_docs_say(tmp_path, mode):
+    """docs/scale-out.md's cluster commands, run as written on one machine: a head, a second node that joins it
+    (with a home of its own: in token mode it has the token from RAY_AUTH_TOKEN only), `ray status` and a tiny
+    `kahve train` with rllib.address=auto on the head; two nodes, and the run finishes and writes its folder."""
+    parts = _cluster_blocks()[mode]
+    port = _free_port()
+    ray_tmp = tempfile.mkdtemp(prefix="kahve-ray-")          # short: Ray's socket paths live in it
+    out = tmp_path / "run"
+
+    def fill(script: str, **values) -> str:
+        changes = {"6379": str(port), "--num-cpus=16": "--num-cpus=1",
+                   "rllib.num_env_runners=30": f"rllib.num_env_runners=2 {_TINY_RUN} output={out}", **values}
+        for old, new in changes.items():
+            script = script.replace(old, new)
+        return script
+
+    for old in ("--port=6379", "HEAD_IP:6379", "--num-cpus=16", "rllib.num_env_runners=30",
+                *(("HEAD_TOKEN",) if mode == "token" else ())):
+        assert old in "".join(parts.values()), old           # the doc still says what this test changes
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}   # no mode, no address of our own
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", RAY_TMPDIR=ray_tmp,
+               RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1")
+    head_env, node_env = ({**env, "HOME": str(tmp_path / home)} for home in ("head_home", "node_home"))
+    for e in (head_env, node_env):
+        Path(e["HOME"]).mkdir()
+    t0 = time.perf_counter()
+    try:
+        head = _shell(fill(parts["head"]), head_env, 180)
+        ip = re.search(r"Local node IP: (\S+)", head.stdout + head.stderr).group(1)   # as `ray start --head` says
+        token = ""
+        if mode == "token":
+            token = (tmp_path / "head_home" / ".ray" / "auth_token").read_text().strip()
+            assert token and token in head.stdout                 # `ray get-auth-token --generate` printed it
+        _shell(fill(parts["node"], HEAD_IP=ip, HEAD_TOKEN=token), node_env, 180)
+        assert not (tmp_path / "node_home" / ".ray").exists()     # the second node has no token file of its own
+        # `ray status` lists a node some seconds after its `ray start` returned (the autoscaler's update period)
+        deadline = time.monotonic() + 60
+        while _nodes(_shell(parts["common"] + "ray status\n", head_env, 60).stdout) < 2 and time.monotonic() < deadline:
+            time.sleep(2)
+        driver = _shell(fill(parts["driver"]), head_env, 480)
+    finally:
+        stopped = _stop_cluster(ray_tmp)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert _nodes(driver.stdout) == 2, driver.stdout
+    assert re.search(r"\b0(\.0)?/2\.0 CPU", driver.stdout), driver.stdout
+    assert "on the Ray cluster at auto" in driver.stdout and "done: " in driver.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == "rllib" and summary["steps"] >= 512 and not summary["interrupted"]
+    assert summary["rllib"]["num_env_runners"] == 2 and summary["rllib"]["illegal_actions"] == 0
+    assert summary["rllib"]["env_runner_weights_match"] and summary["rllib"]["env_runner_nodes"] == 2
+    assert (out / "policy.npz").is_file() and (out / "checkpoints" / "latest" / "model.pt").is_file()
+    assert stopped and not _stop_cluster(ray_tmp)                # nothing of the cluster is left
+    print(f"two-node cluster ({mode}): {time.perf_counter() - t0:.0f} s; stopped {len(stopped)} Ray processes")

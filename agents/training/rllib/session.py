@@ -66,6 +66,7 @@ from ray.rllib.core.columns import Columns  # noqa: E402
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI  # noqa: E402
 from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: E402
 from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
+from ray.exceptions import AuthenticationError, RayActorError  # noqa: E402
 
 from kahve import envs  # noqa: E402
 from kahve.envs import IllegalActionError  # noqa: E402
@@ -471,6 +472,28 @@ def quiet_ray() -> None:
 quiet_ray()          # from the import on: building a module logs a deprecation of RLlib's own
 
 
+def auth_advice(mode: str | None) -> str:
+    """What a failed connection to a cluster (or env runners that died on one) may mean: Ray's token
+    authentication, on in some of the cluster's processes and off in others (docs/scale-out.md, "A cluster")."""
+    here = f"RAY_AUTH_MODE={mode}" if mode else "RAY_AUTH_MODE unset (Ray then guesses)"
+    return (f"every machine of a Ray cluster and the process that runs kahve train need the same RAY_AUTH_MODE "
+            f"(token or disabled) and, with token, the cluster's token (RAY_AUTH_TOKEN, or ~/.ray/auth_token); this "
+            f"process ran with {here} (docs/scale-out.md, 'A cluster')")
+
+
+def _reason(err: BaseException) -> str:
+    """The line of an error (or of its causes) that says why: Ray's ConnectionError hides a refused token in its
+    cause."""
+    chain = []
+    while err is not None and len(chain) < 5:
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    lines = [line.strip() for e in chain for line in str(e).splitlines() if line.strip()]
+    refused = [line for line in lines if "InvalidAuthToken" in line or "no authentication token" in line]
+    line = (refused or lines or ["no reason given"])[0]
+    return line.split(". Note:")[0].split(". Ensure that")[0].removeprefix("ray.exceptions.")
+
+
 def init_ray(cfg: dict) -> bool:
     """Connect to the cluster of ``rllib.address``, or start a local Ray instance (no dashboard, no usage
     reports). Returns whether this call started or joined it (and so should shut it down)."""
@@ -482,7 +505,12 @@ def init_ray(cfg: dict) -> bool:
     common = dict(include_dashboard=False, ignore_reinit_error=True, logging_level=logging.ERROR,
                   log_to_driver=False, configure_logging=True)
     if rc["address"]:
-        ray.init(address=rc["address"], **common)
+        mode = os.environ.get("RAY_AUTH_MODE")        # before ray.init: with address auto, Ray may set it
+        try:
+            ray.init(address=rc["address"], **common)
+        except (ConnectionError, AuthenticationError) as err:
+            raise ValueError(f"config key 'rllib.address': no connection to the Ray cluster at {rc['address']!r} "
+                             f"({_reason(err)}); {auth_advice(mode)}") from None
     else:
         need = math.ceil(rc["num_env_runners"] * rc["num_cpus_per_env_runner"]) + rc["num_learners"]
         # address "local": a new instance of its own, even where this machine runs a cluster (`ray start`)
@@ -574,14 +602,20 @@ class RLlibSession(Session):
             rng = weights.get("torch_rng")
             if isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8:
                 torch.set_rng_state(rng)
+        mode = os.environ.get("RAY_AUTH_MODE")
         self.own_ray = init_ray(cfg)
         try:
             self.algo = algorithm_config(cfg, self.pool, self._steps).build_algo()
             if weights is not None:
                 self._restore_learner(weights, checkpoint)
             self._push_pool()
-        except BaseException:
+        except BaseException as err:
             self.close(False)
+            if cfg["rllib"]["address"] and isinstance(err, RayActorError):
+                # the cluster took the connection, then its actors could not answer this process: the usual cause
+                # is a driver with token authentication on a cluster without (or the other way round)
+                log(f"the env runners died on the Ray cluster at {cfg['rllib']['address']!r}: {auth_advice(mode)}; "
+                    "or kahve, torch or Ray differ between its machines")
             raise
         from torch.utils.tensorboard import SummaryWriter
         self.writer = SummaryWriter(str(run.tb / "rllib"))
@@ -746,6 +780,7 @@ class RLlibSession(Session):
     def ending(self, interrupted: bool) -> dict:
         counters = self.env_counters()
         counters["weights_match"] = self.runner_weights_match()
+        nodes = set(self.algo.env_runner_group.foreach_env_runner(_node_id, local_env_runner=False))
         self.counters["decisions"] += sum(counters["decisions"].values())
         self.counters["illegal"] += sum(counters["illegal"].values())
         self.writer.add_scalar("rllib/illegal_actions", self.counters["illegal"], self._steps)
@@ -761,7 +796,9 @@ class RLlibSession(Session):
                           "decisions_this_session": counters["decisions"], "episodes_this_session":
                           counters["episodes"],
                           # the runners' learner and snapshot modules hold the driver's weights at the end
-                          "env_runner_weights_match": counters["weights_match"]}}
+                          "env_runner_weights_match": counters["weights_match"],
+                          # the Ray nodes (machines) the env runners ran on; 0 without env runners
+                          "env_runner_nodes": len(nodes)}}
 
     def close(self, interrupted: bool) -> None:
         algo = getattr(self, "algo", None)
@@ -812,6 +849,11 @@ def _set_pools(er, listing) -> None:
             er.config.env_config["pool"] = listing
         except TypeError:
             pass
+
+
+def _node_id(er) -> str:
+    import ray
+    return ray.get_runtime_context().get_node_id()
 
 
 def _env_counters(er) -> list[dict]:
