@@ -282,11 +282,11 @@ def test_a_bare_level_is_the_shipped_bot_that_fits_the_table():
     assert shipped_bot(g) == BOT
     for level in LEVELS:
         assert make_policy(level, g, 0).name == f"{BOT}:{level}"
-    # each Pişti table has its own bot; Pis Yedili with 4 players has none yet
+    # each Pişti table has its own bot; no shipped bot reads Pis Yedili's plain observation
     assert shipped_bot(envs.game_class("pishti")(players=4)) == "pishti/ppo_4p_partners"
     assert shipped_bot(envs.game_class("pishti")(players=4, partnerships=False)) == "pishti/ppo_4p"
     with pytest.raises(ValueError, match="no shipped pis_yedili bot fits these settings"):
-        make_policy("hard", envs.game_class("pis_yedili")(players=4))
+        make_policy("hard", envs.game_class("pis_yedili")(players=4, observation="plain"))
 
 
 def test_a_bare_level_takes_a_policy_network_before_a_dqn(tmp_path, monkeypatch):

@@ -70,8 +70,9 @@ def test_difficulty_levels_are_offered_where_a_shipped_bot_fits(monkeypatch):
     monkeypatch.setattr(tables, "_LEVELS_OK", {})
     two = [c["spec"] for c in tables.opponent_choices("pis_yedili", envs.game_class("pis_yedili")(players=2))]
     assert two[:3] == ["easy", "medium", "hard"]
-    # no shipped Pis Yedili bot was trained for 4 players: no level is offered there, the rest still is
-    four = [c["spec"] for c in tables.opponent_choices("pis_yedili", envs.game_class("pis_yedili")(players=4))]
+    # no shipped Pis Yedili bot reads the plain observation: no level is offered there, the rest still is
+    plain = envs.game_class("pis_yedili")(players=4, observation="plain")
+    four = [c["spec"] for c in tables.opponent_choices("pis_yedili", plain)]
     assert not set(four) & {"easy", "medium", "hard"} and "heuristic" in four
 
 
