@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import HANG_S
+
 pytest.importorskip("ray.rllib")
 torch = pytest.importorskip("torch")
 
@@ -416,7 +418,7 @@ def _stop_cluster(tmp: str) -> list[int]:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(list(procs.values()), timeout=30)
+    psutil.wait_procs(list(procs.values()), timeout=30)  # not a limit: reaps the killed
     return sorted(procs)
 
 
@@ -449,19 +451,20 @@ def test_trains_through_a_two_node_cluster_as_the_docs_say(tmp_path, mode):
         Path(e["HOME"]).mkdir()
     t0 = time.perf_counter()
     try:
-        head = _shell(fill(parts["head"]), head_env, 180)
+        head = _shell(fill(parts["head"]), head_env, HANG_S)
         ip = re.search(r"Local node IP: (\S+)", head.stdout + head.stderr).group(1)   # as `ray start --head` says
         token = ""
         if mode == "token":
             token = (tmp_path / "head_home" / ".ray" / "auth_token").read_text().strip()
             assert token and token in head.stdout                 # `ray get-auth-token --generate` printed it
-        _shell(fill(parts["node"], HEAD_IP=ip, HEAD_TOKEN=token), node_env, 180)
+        _shell(fill(parts["node"], HEAD_IP=ip, HEAD_TOKEN=token), node_env, HANG_S)
         assert not (tmp_path / "node_home" / ".ray").exists()     # the second node has no token file of its own
         # `ray status` lists a node some seconds after its `ray start` returned (the autoscaler's update period)
-        deadline = time.monotonic() + 60
-        while _nodes(_shell(parts["common"] + "ray status\n", head_env, 60).stdout) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + HANG_S
+        status = parts["common"] + "ray status\n"
+        while _nodes(_shell(status, head_env, HANG_S).stdout) < 2 and time.monotonic() < deadline:
             time.sleep(2)
-        driver = _shell(fill(parts["driver"]), head_env, 480)
+        driver = _shell(fill(parts["driver"]), head_env, HANG_S)
     finally:
         stopped = _stop_cluster(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
