@@ -65,7 +65,7 @@ from .config import Field
 from .files import check_finite, load_npz, write_atomic
 from .game_knowledge import late_positions
 from .run_dir import RunDir
-from .tables import table_settings
+from .tables import resolved_tables
 
 #: the stage's network as a bot file, in its run folder: what the next stage starts from
 BOT_FILE = "network.onnx"
@@ -168,10 +168,8 @@ def _base_source(cfg: dict) -> Path:
 def jobs_of(cfg: dict, section: dict) -> list[dict]:
     """Each labelling job as plain data a worker process can take: the base resolved (previous: a file), and what
     names the job in its label file (every key but count)."""
-    game_cls = envs.game_class(cfg["game"])
-    game = game_cls(**cfg["settings"])
-    tables = table_settings(cfg)
-    tables = [game_cls(**t).settings.as_dict() for t in (tables if isinstance(tables, list) else [tables])]
+    game = envs.game_class(cfg["game"])(**cfg["settings"])
+    tables = resolved_tables(cfg)
     from ..policies.specs import bot_path, looks_like_bot
     out = []
     for entry in section["labels"]:

@@ -216,10 +216,10 @@ class RunDir:
         ``kahve export`` write the same)."""
         from kahve import envs
         from ..policies.bot import bot_metadata
-        from .tables import table_settings
+        from .tables import resolved_tables
         game_cls = envs.game_class(cfg["game"])
         if cfg.get("tables"):        # a bot of several tables (config key tables): bot.fit holds a table to each
-            extra["tables"] = [game_cls(**table).settings.as_dict() for table in table_settings(cfg)]
+            extra["tables"] = resolved_tables(cfg)
         return bot_metadata(game_cls(**cfg["settings"]), cfg["algorithm"], steps, evaluation, network=cfg["network"],
                             config=cfg, **extra)
 

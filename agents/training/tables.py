@@ -21,6 +21,14 @@ def table_settings(cfg: dict) -> dict | list[dict]:
     return [cfg["settings"], *({**cfg["settings"], **table} for table in cfg["tables"])]
 
 
+def resolved_tables(cfg: dict) -> list[dict]:
+    """Every table of a run with all its settings (defaults filled in), ``settings``'s first: what a bot file lists
+    and a distill stage's labelling jobs record."""
+    game_cls = envs.game_class(cfg["game"])
+    tables = table_settings(cfg)
+    return [game_cls(**table).settings.as_dict() for table in (tables if isinstance(tables, list) else [tables])]
+
+
 def check_tables(cfg: dict, game) -> None:
     """Every table a settings mapping of this game with the observation and action sizes of ``game`` (the table of
     ``settings``), none twice."""
