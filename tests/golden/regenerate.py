@@ -10,7 +10,10 @@ Two kinds of file, each with a header (game, env id with its version, the full s
   ``to_dict()`` as sorted JSON, hidden cards included) and the table as the acting seat sees it
   (``render(seat)``); it stops after :data:`MAX_DECISIONS` decisions;
 * a *match* file (:data:`MATCHES`, one per game): a whole match with the default settings, one line per
-  decision (seat, action, its text, the state digest) and every deal report.
+  decision (seat, action, its text, the state digest) and every deal report;
+* an *observations* file (:data:`OBSERVATIONS`, one per game): for every table of tests/grids.py and every
+  observation the game offers, a digest of every seat's observation, to the bit, over a few random games
+  (:func:`observation_digests`).
 
 Both are played by a uniformly random policy seeded with the seed. After an intended change of rules,
 observations, actions or rewards, bump the env version (docs/design.md) and regenerate:
@@ -175,8 +178,46 @@ def match_playthrough(name: str) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+#: one file per game holding every observation exactly (:func:`observation_digests`)
+OBSERVATIONS = {f"{game}__observations": game for game in envs.GAMES}
+#: the random games each table of tests/grids.py plays for its digest: single deals, and whole matches at the
+#: game's default table (where the match totals act)
+DIGEST_DEALS, DIGEST_MATCHES = 12, 2
+
+
+def observation_digests(name: str) -> list[str]:
+    """The lines of one game's observation file: for every table of tests/grids.py (as single deals, and the
+    default table's whole matches), with every observation the game offers, the number of states and the digest
+    of the bytes of every seat's observation at every decision of a few seeded random games. A digest holds
+    each float to the bit, where the playthroughs print them rounded and for the acting seat only; a changed
+    line names the table and the observation that changed."""
+    from tests.grids import GRIDS
+    game_name = OBSERVATIONS[name]
+    cls = envs.game_class(game_name)
+    kinds = cls.settings_spec.by_name["observation"].options
+    tables = [({**s, "episode": "deal"}, DIGEST_DEALS) for s in GRIDS[game_name]] + [({}, DIGEST_MATCHES)]
+    lines = [f"# kahve observation digests; regenerate with: {REGENERATE} {name}", f"game: {game_name}",
+             "policy: uniform random over the legal actions, random.Random(seed), seeds 0 ..", ""]
+    for settings, games in tables:
+        for kind in kinds:
+            game = cls(**settings, observation=kind)
+            h, states = hashlib.sha256(), 0
+            for seed in range(games):
+                rng = random.Random(seed)
+                state = game.new_state(seed)
+                while state.current_player is not None:
+                    for seat in range(game.num_players):
+                        h.update(state.observation(seat).tobytes())
+                    states += 1
+                    state.apply(rng.choice(state.legal_actions()))
+            lines.append(f"{json.dumps(settings, sort_keys=True)} {kind}: {states} states, "
+                         f"{h.hexdigest()[:16]}")
+    return lines
+
+
 #: every golden file: name -> the function that generates it
-ALL = {**{name: playthrough for name in RULESETS}, **{name: match_playthrough for name in MATCHES}}
+ALL = {**{name: playthrough for name in RULESETS}, **{name: match_playthrough for name in MATCHES},
+       **{name: observation_digests for name in OBSERVATIONS}}
 
 
 def generate(name: str) -> list[str]:
