@@ -132,14 +132,18 @@ class CardGameEnv(AECEnv):
     def _sync(self) -> None:
         """Copy the engine's rewards, deal report, terminations and the seat to move into the AEC dicts."""
         st, m = self.state, self.agent_name_mapping
-        for a in self.agents:
-            self.rewards[a] = float(st.rewards[m[a]])
+        rewards, cumulative, paid = self.rewards, self._cumulative_rewards, st.rewards
+        for a in self.agents:             # this step's rewards, added up as AECEnv._accumulate_rewards does
+            r = float(paid[m[a]])
+            rewards[a] = r
+            cumulative[a] += r
         if st.deals_completed != self._deals_seen:
             self._deals_seen = st.deals_completed
             self._report_in_infos = True
             for a in self.agents:
                 self.infos[a] = dict(st.deal_report)
-        if st.current_player is None or True in st.out:   # someone's match is over
+        someone_out = st.current_player is None or True in st.out     # someone's match is over
+        if someone_out:
             for a in self.agents:
                 seat = m[a]
                 if st.terminal or st.out[seat]:
@@ -150,8 +154,8 @@ class CardGameEnv(AECEnv):
             self.agent_selection = self.possible_agents[st.current_player]
         elif not self.agents or self.agent_selection not in self.agents:
             self.agent_selection = self.agents[0] if self.agents else None
-        self._accumulate_rewards()
-        self._deads_step_first()
+        if someone_out:       # the agents just done step first; no other step makes one done (_was_dead_step
+            self._deads_step_first()    # moves on to the next done agent by itself)
 
     def render(self) -> str | None:
         if self.render_mode is None:
