@@ -37,6 +37,7 @@ class CardGameEnv(AECEnv):
 
     game_class: type[Game]
     metadata: dict = {"render_modes": ["ansi"], "name": "card_game_v0", "is_parallelizable": False}
+    _rewards_shown = False      # (also for an env pickled before the attribute existed)
 
     def __init__(self, render_mode: str | None = None, **settings: Any):
         super().__init__()
@@ -96,6 +97,7 @@ class CardGameEnv(AECEnv):
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
         self._report_in_infos = False
+        self._rewards_shown = False                    # self.rewards holds some nonzero reward
         self._deals_seen = 0
         # set before _sync: a match can end at reset when every decision is forced (e.g. Pishe Pasha with
         # give_compulsory and skip_single_choice), and _sync only moves the selection
@@ -132,11 +134,13 @@ class CardGameEnv(AECEnv):
     def _sync(self) -> None:
         """Copy the engine's rewards, deal report, terminations and the seat to move into the AEC dicts."""
         st, m = self.state, self.agent_name_mapping
-        rewards, cumulative, paid = self.rewards, self._cumulative_rewards, st.rewards
-        for a in self.agents:             # this step's rewards, added up as AECEnv._accumulate_rewards does
-            r = float(paid[m[a]])
-            rewards[a] = r
-            cumulative[a] += r
+        if st._paid or self._rewards_shown:     # rewards come at a deal's end: the dicts change then and after
+            rewards, cumulative, paid = self.rewards, self._cumulative_rewards, st.rewards
+            for a in self.agents:             # this step's rewards, added up as AECEnv._accumulate_rewards does
+                r = float(paid[m[a]])
+                rewards[a] = r
+                cumulative[a] += r
+            self._rewards_shown = st._paid
         if st.deals_completed != self._deals_seen:
             self._deals_seen = st.deals_completed
             self._report_in_infos = True

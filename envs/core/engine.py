@@ -190,6 +190,17 @@ class Game:
             self.observation_blocks = [b for b in self.observation_blocks if not b.appraisal]
             self.action_feature_size = 0
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        # the plain observation's own list of blocks: their sizes are lambdas, which pickle cannot hold
+        state.pop("observation_blocks", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if not self.appraised:
+            self.observation_blocks = [b for b in type(self).observation_blocks if not b.appraisal]
+
     def space_changes(self, settings: dict) -> list[str]:
         """The names of :attr:`space_settings` on which ``settings`` (a mapping, e.g. a bot's or another run's)
         differs from this game's; a name ``settings`` lacks counts as the same. (A bot trained before the
@@ -242,14 +253,6 @@ class Game:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
 
-class _Appraisal(NamedTuple):
-    """A state's cached appraisal (:meth:`State.appraisal`): the rows and the state version they are for. A clone
-    starts without it (a copy may be changed by hand, and a re-dealt world, ``determinize``, has other hands)."""
-
-    version: int
-    rows: dict
-
-
 class State:
     """Base of every game state. Subclasses implement the ``_start_deal``/``legal_actions``/``_apply`` state
     machine and the views (``observation``, ``describe_action``, ``to_dict``, ``render``, ``determinize``)."""
@@ -258,7 +261,10 @@ class State:
     #: appraisal) is known to be current. A state changed by hand (a test's constructed position) after its
     #: appraisal was read must bump it too; a clone starts without the appraisal.
     _version = 0
-    _appraisal: _Appraisal | None = None
+    #: the cached appraisal, ``(version, rows)``: a plain tuple (a NamedTuple cost a microsecond a decision more).
+    #: A clone starts without it (a copy may be changed by hand, and a re-dealt world, ``determinize``, has other
+    #: hands)
+    _appraisal: tuple[int, dict] | None = None
 
     #: what one core deal is called at this table ("round" in Pâsur and Ish), for the texts of the move log
     deal_word = "deal"
@@ -363,10 +369,10 @@ class State:
         (:meth:`_appraise`; empty once the game is over), computed once per state version and shared by every
         reader of the decision: the appraised observation, the heuristic. Read it, never change it."""
         cached = self._appraisal
-        if cached is not None and cached.version == self._version:
-            return cached.rows
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
         rows = self._appraise() if self.current_player is not None else {}
-        self._appraisal = _Appraisal(self._version, rows)
+        self._appraisal = (self._version, rows)
         return rows
 
     def observation(self, seat: int) -> np.ndarray:

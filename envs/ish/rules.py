@@ -203,6 +203,28 @@ SETTINGS = SettingsSpec("ish", [
 ])
 
 
+# The observation is gathered from the state's *view* (IshState._view): the same blocks as the observation, but
+# with seat p's blocks at p's own place (absolute, not relative to the reader), every seat's eligibility bit after
+# them, and the padding left zero. One view serves every reader; it is kept up to date move by move, so an
+# observation is a single gather (``np.take``) instead of a loop over the seats.
+VIEW_ELIGIBLE = OBS_SIZE                                  # the view's eligibility bit of seat p: VIEW_ELIGIBLE + p
+
+
+def _view_index(n: int) -> tuple:
+    """For each reading seat, where each entry of its observation is read from the view: the seat and result
+    blocks turned so that the reader comes first, its own eligibility bit, the rest (phase, padding, round,
+    players still in) in place."""
+    seats = np.arange(n)
+    turned = (seats[:, None] + seats) % n                 # turned[s, k]: the seat k places after s
+    index = np.tile(np.arange(OBS_SIZE), (n, 1))
+    index[:, OBS_SEATS:OBS_SEATS + SEAT_WIDTH * n] = \
+        (OBS_SEATS + SEAT_WIDTH * turned[:, :, None] + np.arange(SEAT_WIDTH)).reshape(n, -1)
+    index[:, OBS_RESULTS:OBS_RESULTS + RESULT_WIDTH * n] = \
+        (OBS_RESULTS + RESULT_WIDTH * turned[:, :, None] + np.arange(RESULT_WIDTH)).reshape(n, -1)
+    index[:, OBS_ELIGIBLE] = VIEW_ELIGIBLE + seats
+    return tuple(index)
+
+
 class IshGame(Game):
     name = "ish"
     space_settings = ("players", "bet_levels", "card_selection", "min_bet", "max_bet", "observation")
@@ -310,6 +332,15 @@ class IshGame(Game):
         self.total_chips = n * s.bankroll
         #: for each dealer, every seat in turn order from next(dealer), the dealer last (C-2)
         self.turn_orders = [tuple((d + 1 + k) % n for k in range(n)) for d in range(n)]
+        self.view_index = _view_index(n)
+        # legal_mask() copies one of these: BET with the k cheapest levels affordable, and CALL
+        self.bet_masks = []
+        for k in range(L + 1):
+            mask = np.zeros(self.num_actions, dtype=bool)
+            mask[:k] = True
+            self.bet_masks.append(mask)
+        self.call_mask = np.zeros(self.num_actions, dtype=bool)
+        self.call_mask[[self.no_call, self.call]] = True
 
     def full_deck(self) -> list[int]:
         return list(range(NUM_CARDS))             # the sun deck (§5a)
@@ -323,6 +354,9 @@ class IshState(State):
     deal_word = "round"
     card_str = staticmethod(card_str)
     parse_card = staticmethod(parse_card)
+    #: what the observations are gathered from (see ``_view_index``): made when first read, then kept up to date
+    #: by the moves; None until then (a new round, a resolved one, a clone). A state changed by hand must drop it.
+    _view: np.ndarray | None = None
 
     def __init__(self, game, rng, deck, move_log=False):
         s = game.settings
@@ -343,11 +377,12 @@ class IshState(State):
         self.results: list[int | None] = [None] * n
         self.eligible = [False] * n
         self.calls: list[bool | None] = [None] * n
-        out = self.out
-        self.order = [p for p in self.game.turn_orders[self.dealer] if not out[p]]   # C-2, the dealer last
+        out, turn = self.out, self.game.turn_orders[self.dealer]
+        self.order = [p for p in turn if not out[p]] if True in out else list(turn)   # C-2, the dealer last
         self.phase = BET
         self.turn = 0                                  # index into order (BET, CALL) or pick number (SELECT)
         self.current_player = self.order[0]
+        self._view = None
         if self.move_log is not None:
             s = self.settings
             self._log_event(f"round {self.deals_completed + 1}: player {self.dealer} deals; every player still in "
@@ -365,6 +400,16 @@ class IshState(State):
             return [base + k for k in range(NUM_CARDS) if not taken[k]]
         return [g.no_call, g.call]
 
+    def legal_mask(self) -> np.ndarray:
+        """``legal_actions()`` as a mask: a copy of a mask made once per game, but in SELECT."""
+        p = self.current_player
+        if p is not None and self.phase != SELECT:
+            g = self.game
+            if self.phase == BET:
+                return g.bet_masks[bisect_right(g.stakes, self.bankroll[p])].copy()       # IS-4
+            return g.call_mask.copy()
+        return super().legal_mask()
+
     def _is_legal(self, action: int) -> bool:
         if self.current_player is None:
             return False
@@ -376,6 +421,15 @@ class IshState(State):
             return 0 <= k < NUM_CARDS and not self.taken[k]
         return action == g.no_call or action == g.call
 
+    def _auto_play(self) -> None:
+        """C-4, asked after every move: a look at the phase first spares listing the actions where no decision
+        can be a single choice: a call never (calling and silence are both always legal), a bet only when the
+        bankroll covers the lowest stake alone (IS-4)."""
+        p = self.current_player
+        if p is None or self.phase == CALL or (self.phase == BET and self.bankroll[p] >= self.game.stakes[1]):
+            return
+        super()._auto_play()
+
     def _apply(self, action: int) -> None:
         if self.phase == BET:
             self._apply_bet(action)
@@ -386,13 +440,20 @@ class IshState(State):
 
     def _apply_bet(self, level: int) -> None:
         p = self.current_player
-        self.stakes[p] = self.game.stakes[level]
+        stake = self.stakes[p] = self.game.stakes[level]
         self.has_bet[p] = True
+        view = self._view
+        if view is not None:
+            o = OBS_SEATS + SEAT_WIDTH * p
+            view[o + 2] = stake / self.settings.max_bet
+            view[o + 3] = 1.0
         self.turn += 1
         if self.turn < len(self.order):
             self.current_player = self.order[self.turn]
             return
         self.phase, self.turn = SELECT, 0
+        if view is not None:
+            view[BET], view[SELECT] = 0.0, 1.0
         if self.settings.card_selection == "auto":
             self._auto_select()
         else:
@@ -421,15 +482,22 @@ class IshState(State):
 
     def _reveal(self) -> None:
         """REVEAL (forced, "Ish"): results and the eligible set E."""
-        slots, results = self.slots, self.results
-        for p in self.order:
+        order, slots, results, eligible = self.order, self.slots, self.results, self.eligible
+        for p in order:
             a, b = self.picks[p]
             results[p] = RESULT[slots[a]][slots[b]]
-        top = max(results[p] for p in self.order)
-        for p in self.order:
-            self.eligible[p] = results[p] == top       # the Crown (13) beats every result; it is unique
+        top = max([results[p] for p in order])
+        for p in order:
+            eligible[p] = results[p] == top            # the Crown (13) beats every result; it is unique
         self.phase, self.turn = CALL, 0
-        self.current_player = self.order[0]
+        self.current_player = order[0]
+        view = self._view
+        if view is not None:
+            view[SELECT], view[CALL] = 0.0, 1.0
+            for p in order:
+                view[OBS_RESULTS + RESULT_WIDTH * p + results[p]] = 1.0
+                if eligible[p]:
+                    view[VIEW_ELIGIBLE + p] = 1.0
         if self.move_log is not None:
             shown = ", ".join(f"player {p} {' '.join(cards_str(slots[k] for k in self.picks[p]))} "
                               f"({'the Crown' if results[p] == CROWN_RESULT else results[p]})" for p in self.order)
@@ -460,7 +528,7 @@ class IshState(State):
         winner = None
         if valid:                                      # IS-2: the fastest valid caller
             rnd, reflex = self.chance_rng.random, g.reflex
-            best = 2.0 * max(reflex[p] for p in valid)
+            best = 2.0 * max([reflex[p] for p in valid])
             for p in valid:
                 tau = reflex[p] * rnd()
                 taus[p] = tau
@@ -518,6 +586,7 @@ class IshState(State):
         }
         self.phase = OVER
         self.current_player = None
+        self._view = None                              # bankrolls, players in, rounds: made anew when read
         self._end_deal(deltas, breakdown)
         if not self.is_terminal:
             self.dealer = next(p for p in g.turn_orders[self.dealer] if not out[p])   # C-2
@@ -555,31 +624,37 @@ class IshState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        g, n = self.game, self.num_players
-        obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        view = self._view
+        if view is None:
+            view = self._view = self._make_view()
+        return view.take(self.game.view_index[seat])
+
+    def _make_view(self) -> np.ndarray:
+        """The view of this state (see ``_view_index``); the moves keep it up to date after this."""
+        n = self.num_players
+        view = np.zeros(VIEW_ELIGIBLE + n, dtype=np.float32)
         if self.phase != OVER:
-            obs[self.phase] = 1.0
-        total, max_bet = g.total_chips, self.settings.max_bet
+            view[self.phase] = 1.0
+        total, max_bet = self.game.total_chips, self.settings.max_bet
         bankroll, out, stakes, has_bet, results = self.bankroll, self.out, self.stakes, self.has_bet, self.results
-        for k in range(n):
-            p = (seat + k) % n
-            o = OBS_SEATS + SEAT_WIDTH * k
-            obs[o] = bankroll[p] / total
+        for p in range(n):
+            o = OBS_SEATS + SEAT_WIDTH * p
+            view[o] = bankroll[p] / total
             if not out[p]:
-                obs[o + 1] = 1.0
+                view[o + 1] = 1.0
             if has_bet[p]:
-                obs[o + 2] = stakes[p] / max_bet
-                obs[o + 3] = 1.0
+                view[o + 2] = stakes[p] / max_bet
+                view[o + 3] = 1.0
             if p == self.dealer:
-                obs[o + 4] = 1.0
+                view[o + 4] = 1.0
             r = results[p]
             if r is not None:                          # set at REVEAL, never before (IS-5)
-                obs[OBS_RESULTS + RESULT_WIDTH * k + r] = 1.0
-        if self.eligible[seat]:
-            obs[OBS_ELIGIBLE] = 1.0
-        obs[OBS_ROUND] = min(self.deals_completed / self.settings.max_rounds, 1.0)
-        obs[OBS_ROUND + 1] = (n - sum(out)) / MAX_SEATS
-        return obs
+                view[OBS_RESULTS + RESULT_WIDTH * p + r] = 1.0
+            if self.eligible[p]:
+                view[VIEW_ELIGIBLE + p] = 1.0
+        view[OBS_ROUND] = min(self.deals_completed / self.settings.max_rounds, 1.0)
+        view[OBS_ROUND + 1] = (n - sum(out)) / MAX_SEATS
+        return view
 
     def _holds_crown(self, seat) -> bool:
         return seat is not None and self.results[seat] == CROWN_RESULT
@@ -682,6 +757,7 @@ class IshState(State):
                     "calls", "order"):
             d[key] = list(d[key])
         d["picks"] = [list(p) for p in self.picks]
+        d["_view"] = None                              # made anew when the copy is first observed
         if self.last_round is not None:
             d["last_round"] = _copy_plain(self.last_round)
         st.__dict__ = d

@@ -12,20 +12,24 @@ suit, the hand sizes, the pending penalty, the direction and the settings; never
 
 Speed. :func:`move_features` is the state's appraisal (``state.appraisal()``): computed once per state version,
 for the player to act only, and shared by every reader of the decision; the plain observation
-(``observation="plain"``) never computes it. :class:`Known`'s counts of the unseen cards start from the copies not
-on the discard pile, which the state keeps up to date as the pile grows (``_discard_unseen``), so a decision
-counts only its own hand instead of the whole deck and pile. The numbers are the reference's to the bit
-(``tests/envs/reference/pis_yedili_appraisal.py``, the first implementation, kept as their definition;
-tests/envs/test_appraisal.py compares the two over a corpus of states). NumPy does not pay here: a decision
-weighs a handful of moves, fewer numbers than a NumPy call costs.
+(``observation="plain"``) never computes it. A decision counts the cards it reads in one integer per hand or pile
+(``tables.COUNTS``): the seat's hand summed in C, the discard pile's sum kept by the state as the pile grows
+(``_pile_counts``), the unseen cards the packs less both (:func:`unseen_counts`); the chance that the next player
+can follow is kept per pool and hand size (:class:`_Chances`). Each row is one list display, in the order of the
+features. The numbers are the reference's to the bit (``tests/envs/reference/pis_yedili_appraisal.py``, the first
+implementation, kept as their definition; tests/envs/test_appraisal.py compares the two over a corpus of states).
+NumPy does not pay here: a decision weighs a handful of moves, fewer numbers than a NumPy call costs.
 """
 
 from __future__ import annotations
 
+import struct
+
 from kahve.envs.core.cards import ACE, JACK, NUM_CARDS, SEVEN, TEN
 from kahve.envs.core.odds import p_none
 
-from .tables import DRAW, JACK_IDS, MATCH, MOVE_FEATURES, ORDINARY, PLAY_J, RANK, TAKE_PENALTY, VALUE
+from .tables import (CARD_AT, COUNTS, COUNTS_SIZE, DRAW, JACK_IDS, MATCH, MOVE_FEATURES, ORDINARY, PACK_COUNTS, PLAY_J,
+                     RANK, RANK_AT, SIGN_BITS, SUIT_AT, SUIT_VALUE_AT, TAKE_PENALTY, VALUE, VALUE_AT)
 
 FEATURE_SCALE = 1.0           # the features below are already fractions
 HAND_SCALE = 100.0            # a hand's penalty value, in these units
@@ -55,49 +59,67 @@ SHED_SCALE = 25.0             # a card's value (a J, the costliest card, is 1)
 _CLOSE = (1.0, 1.0, 0.5, 0.25)     # F_EXPOSED's weight by the next player's hand size (0 cards: the deal is over)
 
 
+_SUIT_VALUES = struct.Struct("<4H")
+
+
+def unseen_counts(state, seat: int) -> tuple:
+    """``(mine, unseen, pool, my value, their value)``: the counts of ``seat``'s hand and of the cards it has not
+    seen (the packs less its hand and the discard pile), both in ``tables.COUNTS``'s layout (read ``mine[RANK_AT +
+    r]``, ``unseen[SUIT_AT + s]``, ...), how many cards it has not seen, and the penalty values of both."""
+    hand = state.hands[seat]
+    packs = state.game.packs
+    counts = sum(map(COUNTS.__getitem__, hand))
+    pile = state._pile_counts()
+    unseen = PACK_COUNTS[packs] - pile - counts
+    mine = counts.to_bytes(COUNTS_SIZE, "little")
+    pool = NUM_CARDS * packs - len(state.discard) - len(hand)
+    if unseen >= 0 and not unseen & SIGN_BITS:
+        return mine, unseen.to_bytes(COUNTS_SIZE, "little"), pool, counts >> 8 * VALUE_AT, unseen >> 8 * VALUE_AT
+    # more copies in the hand and on the pile than the packs hold (a state set up by hand): count by count, below
+    # zero where it goes (only the one-byte counts are read from the list, the values are taken apart)
+    full, pile_bytes = PACK_COUNTS[packs].to_bytes(COUNTS_SIZE, "little"), pile.to_bytes(COUNTS_SIZE, "little")
+    unseen = [f - p - m for f, p, m in zip(full, pile_bytes, mine)]
+    value = counts >> 8 * VALUE_AT
+    return mine, unseen, pool, value, (PACK_COUNTS[packs] >> 8 * VALUE_AT) - (pile >> 8 * VALUE_AT) - value
+
+
 class Known:
     """What every move of a decision shares: the seat's hand and the unseen cards, counted once (the heuristic,
     agents/policies/heuristics/pis_yedili.py, reads the same)."""
 
-    __slots__ = ("hand", "n", "next_size", "prev_size", "unseen", "unseen_suit", "unseen_rank", "pool",
+    __slots__ = ("hand", "n", "next_size", "prev_size", "_unseen", "unseen_suit", "unseen_rank", "pool",
                  "hand_value", "mean_unseen", "suit_count", "suit_value", "rank_count")
 
     def __init__(self, state, seat: int):
         n = state.num_players
         d = state.direction
-        hand = state.hands[seat]
-        self.hand, self.n = hand, n
-        self.next_size = len(state.hands[(seat + d) % n])
-        self.prev_size = len(state.hands[(seat - d) % n])
-        # the copies not on the discard pile, kept by the state as the pile grows; then my hand taken out
-        _, _, left, suits, ranks, total = state._discard_unseen()
-        unseen, us, ur = left[:], suits[:], ranks[:]
-        sc, sv, rc = [0] * 4, [0] * 4, [0] * 13
-        value = 0
-        for c in hand:
-            s, r, v = c // 13, c % 13, VALUE[c]
-            unseen[c] -= 1
-            us[s] -= 1
-            ur[r] -= 1
-            total -= v
-            rc[r] += 1
-            value += v
-            if r != JACK:
-                sc[s] += 1
-                sv[s] += v
-        for s in range(4):                       # a J follows anything: counted apart from its suit
-            us[s] -= unseen[13 * s + JACK]
-        self.unseen, self.unseen_suit, self.unseen_rank = unseen, us, ur
-        self.pool = sum(ur)
-        self.mean_unseen = total / self.pool if self.pool else 0.0
-        self.hand_value, self.suit_count, self.suit_value, self.rank_count = value, sc, sv, rc
+        hands = state.hands
+        self.hand, self.n = hands[seat], n
+        self.next_size = len(hands[(seat + d) % n])
+        self.prev_size = len(hands[(seat - d) % n])
+        mine, unseen, pool, value, unseen_value = unseen_counts(state, seat)
+        self._unseen = unseen
+        self.unseen_suit = list(unseen[SUIT_AT:SUIT_AT + 4])        # a J follows anything: counted apart
+        self.unseen_rank = list(unseen[RANK_AT:RANK_AT + 13])
+        self.pool = pool
+        self.mean_unseen = unseen_value / pool if pool else 0.0
+        self.hand_value = value
+        self.suit_count = list(mine[SUIT_AT:SUIT_AT + 4])
+        self.suit_value = list(_SUIT_VALUES.unpack_from(mine, SUIT_VALUE_AT))
+        self.rank_count = list(mine[RANK_AT:RANK_AT + 13])
+
+    @property
+    def unseen(self) -> list[int]:
+        """The unseen copies of each card."""
+        return list(self._unseen[CARD_AT:CARD_AT + NUM_CARDS])
 
     def followers(self, card: int, named: int | None = None) -> int:
         """How many unseen cards could be played on ``card``: any J, and a card of its suit or rank (on a J: of
         the suit ``named``)."""
         if named is not None:
             return self.unseen_suit[named] + self.unseen_rank[JACK]
-        return self.unseen_suit[card // 13] + self.unseen_rank[card % 13] - self.unseen[card] + self.unseen_rank[JACK]
+        return (self.unseen_suit[card // 13] + self.unseen_rank[card % 13] - self._unseen[CARD_AT + card]
+                + self.unseen_rank[JACK])
 
     def p_misses(self, k: int) -> float:
         """The chance that the next player holds none of k given unseen cards (their hand drawn from the pool)."""
@@ -124,78 +146,142 @@ def move_features(state, seat: int | None = None) -> dict:
 
 def appraise(state, seat: int | None = None) -> dict:
     """{legal action: its MOVE_FEATURES numbers} for the player to act (``seat``, default the player to act),
-    computed anew."""
+    computed anew.
+
+    :class:`Known`'s numbers, read straight from the counts they come from (only the few each move needs), and
+    each row written out whole, in the order of the features (a list display costs less than sixteen stores);
+    every number is the reference's expression, so the rows are its to the bit."""
     seat = state.current_player if seat is None else seat
-    legal = state.legal_actions()
+    legal = state._legal                            # legal_actions() without the copy
+    if legal is None:
+        legal = state.legal_actions()
     if not legal:
         return {}
-    k = Known(state, seat)
-    close = _CLOSE[k.next_size] if k.next_size < len(_CLOSE) else 0.0
+    n, d, hands = state.num_players, state.direction, state.hands
+    hand = hands[seat]
+    size = len(hand)
+    next_size = len(hands[(seat + d) % n])
+    mine, unseen, pool, value, unseen_value = unseen_counts(state, seat)
+    my_suits, my_ranks = mine[SUIT_AT:SUIT_AT + 4], mine[RANK_AT:RANK_AT + 13]    # (a suit's: its J left out)
+    suits, ranks = unseen[SUIT_AT:SUIT_AT + 4], unseen[RANK_AT:RANK_AT + 13]        # unseen[c]: card c's
+    unseen_jacks = ranks[JACK]
+    chances = _CHANCES.get((pool, next_size))        # k -> the chance the next player holds one of k cards
+    if chances is None:
+        chances = _chances(pool, next_size)
+    close = _CLOSE[next_size] if next_size < len(_CLOSE) else 0.0
+    out = float(size == 1)
+    top = state.discard[-1] if state.discard else -1
+    # the plays after which I play again: an A, or an ordinary card on its twin (PY-5, PY-6)
+    twin_card = twin_rank = -1
+    if top >= 0 and ORDINARY[top % 13]:
+        if state.game.twin == 1:
+            twin_card = top
+        elif state.game.twin == 2:
+            twin_rank = top % 13
+    bounce_rule = state.game.bounce and n > 2
     rows = {}
     for action in legal:
-        row = [0.0] * MOVE_FEATURES
-        if action < DRAW:
-            _play_row(state, k, action, row)
-        else:
-            _draw_row(state, k, action, row)
-        row[F_EXPOSED] = row[F_KEPT] * row[F_FOLLOWS] * close
-        rows[action] = row
+        if action < PLAY_J:                                        # a card other than a J
+            card = action
+            rank, suit = card % 13, card // 13
+            kept = (value - VALUE[card]) / HAND_SCALE
+            if rank == SEVEN:                                 # a 7 on top: only a 7 answers it (PY-3, PY-4)
+                follows = chances[ranks[SEVEN]]
+                rows[action] = [
+                    1.0, VALUE[card] / SHED_SCALE, 0.0, 1.0, 0.0, out, 0.0,
+                    (my_suits[suit] - 1) / 7, (my_ranks[SEVEN] - 1) / 4, follows, kept, kept * follows * close,
+                    _last(hand, card) if size == 2 else 0.0, follows if my_ranks[SEVEN] == 1 else 0.0, 0.0, 0.0]
+                continue
+            # its suit or rank, or any J (Known.followers)
+            follows = chances[suits[suit] + ranks[rank] - unseen[card] + unseen_jacks]
+            follow = 0.0
+            if (rank == ACE or card == twin_card or rank == twin_rank) and size > 1:
+                follow = 1.0 if _ready(hand, card) else -1.0    # I play again: a follow-up card, or a forced draw
+                follows = 0.0                                   # the next player does not play on this card
+            bounce = 0.0
+            if rank == TEN and bounce_rule:                     # the bounce (PY-1, PY-2)
+                bounce = (max(0, 4 - next_size) - max(0, 4 - len(hands[(seat - d) % n]))) / 4
+            rows[action] = [
+                1.0, VALUE[card] / SHED_SCALE, 0.0, 0.0, 1.0 if rank == ACE else 0.0, out, follow,
+                (my_suits[suit] - 1) / 7, (my_ranks[rank] - 1) / 4, follows, kept, kept * follows * close,
+                _last(hand, card) if size == 2 else 0.0, 0.0, 0.0, bounce]
+        elif action < DRAW:                                        # a J naming a suit (PY-4)
+            a = action - PLAY_J
+            card, named = JACK_IDS[a >> 2], a & 3
+            follows = chances[suits[named] + unseen_jacks]
+            kept = (value - VALUE[card]) / HAND_SCALE
+            rows[action] = [
+                1.0, VALUE[card] / SHED_SCALE, 1.0, 0.0, 0.0, out, 0.0,
+                my_suits[named] / 7, (my_ranks[JACK] - 1) / 4, follows, kept, kept * follows * close,
+                _last(hand, card) if size == 2 else 0.0, 0.0, 0.0, 0.0]
+        else:                                                      # a draw, a pass, the penalty taken
+            drawn = 1 if action == DRAW else state.pending if action == TAKE_PENALTY else 0
+            # what the next player faces: the top card as it is (a pass or a draw leaves it; after the penalty,
+            # the 7 no longer binds)
+            if top < 0:
+                follows = 1.0
+            elif top % 13 == JACK:
+                named = state.ctx // 13
+                follows = chances[suits[named] + unseen_jacks]
+            else:
+                suit, rank = top // 13, top % 13
+                follows = chances[suits[suit] + ranks[rank] - unseen[top] + unseen_jacks]
+            mean_unseen = unseen_value / pool if pool else 0.0
+            kept = (value + drawn * mean_unseen) / HAND_SCALE
+            rows[action] = [
+                0.0, -drawn * mean_unseen / SHED_SCALE, 0.0, 0.0, 0.0, 0.0, 0.0,
+                0.0, 0.0, follows, kept, kept * follows * close,
+                0.0, 0.0, drawn / 10, 0.0]
     return rows
 
 
-def _play_row(state, k: Known, action: int, row: list) -> None:
-    hand = k.hand
-    if action >= PLAY_J:
-        a = action - PLAY_J
-        card, named = JACK_IDS[a >> 2], a & 3
-        row[F_JACK] = 1.0
-        row[F_SUIT_KEPT] = k.suit_count[named] / 7
-        row[F_FOLLOWS] = k.p_holds(k.followers(card, named))
-    else:
-        card = action
-        rank, suit = RANK[card], card // 13
-        row[F_SEVEN] = float(rank == SEVEN)
-        row[F_ACE] = float(rank == ACE)
-        row[F_SUIT_KEPT] = (k.suit_count[suit] - 1) / 7
-        if rank == SEVEN:                                 # a 7 on top: only a 7 answers it (PY-3, PY-4)
-            follows = k.unseen_rank[SEVEN]
-            if k.rank_count[SEVEN] == 1:
-                row[F_LAST_SEVEN] = k.p_holds(follows)
-        else:
-            follows = k.followers(card)
-        row[F_FOLLOWS] = k.p_holds(follows)
-        again = rank == ACE or (ORDINARY[rank] and state.discard and state.game.twin and (     # PY-5, PY-6
-            state.discard[-1] == card if state.game.twin == 1 else RANK[state.discard[-1]] == rank))
-        if again and len(hand) > 1:                       # I play again: a follow-up card, or a forced draw
-            rest = list(hand)
-            rest.remove(card)
-            ok = MATCH[card]
-            # never out on an A (PY-7)
-            ready = any(RANK[c] == JACK or (ok[c] and not (len(rest) == 1 and RANK[c] == ACE)) for c in rest)
-            row[F_FOLLOW] = 1.0 if ready else -1.0
-            row[F_FOLLOWS] = 0.0                          # the next player does not play on this card
-        if rank == TEN and state.game.bounce and k.n > 2:  # the bounce (PY-1, PY-2)
-            row[F_BOUNCE] = (max(0, 4 - k.next_size) - max(0, 4 - k.prev_size)) / 4
-    row[F_PLAY] = 1.0
-    row[F_VALUE] = VALUE[card] / SHED_SCALE
-    row[F_RANK_KEPT] = (k.rank_count[RANK[card]] - 1) / 4
-    row[F_OUT] = float(len(hand) == 1)
-    row[F_KEPT] = (k.hand_value - VALUE[card]) / HAND_SCALE
-    if len(hand) == 2:
-        last = RANK[hand[0] if hand[1] == card else hand[1]]
-        row[F_LAST] = 1.0 if last == JACK else 0.5 if last == SEVEN else -1.0 if last == ACE else 0.0
+class _Chances(dict):
+    """k -> :meth:`Known.p_holds`: the chance that the next player, ``hand`` cards dealt from the ``pool`` unseen
+    ones, holds at least one of k given unseen cards; each computed on first use and kept. A decision reads a
+    few, and a lookup in p_none's own cache (tens of thousands of entries, kept in order of use) costs about as
+    much as the rest of a move's row."""
+
+    __slots__ = ("pool", "hand")
+
+    def __init__(self, pool: int, hand: int):
+        super().__init__()
+        self.pool, self.hand = pool, hand
+
+    def __missing__(self, k: int) -> float:
+        p = self[k] = _p_holds(self.pool, self.hand, k)
+        return p
 
 
-def _draw_row(state, k: Known, action: int, row: list) -> None:
-    drawn = 1 if action == DRAW else state.pending if action == TAKE_PENALTY else 0
-    row[F_DRAWN] = drawn / 10
-    row[F_VALUE] = -drawn * k.mean_unseen / SHED_SCALE
-    row[F_KEPT] = (k.hand_value + drawn * k.mean_unseen) / HAND_SCALE
-    # what the next player faces: the top card as it is (a pass or a draw leaves it; after the penalty, the 7
-    # no longer binds)
-    if state.discard:
-        top = state.discard[-1]
-        follows = k.followers(top, state.ctx // 13 if RANK[top] == JACK else None)
-        row[F_FOLLOWS] = k.p_holds(follows)
-    else:
-        row[F_FOLLOWS] = 1.0
+_CHANCES: dict = {}             # (pool, next player's hand size) -> its _Chances
+
+
+def _chances(pool: int, hand: int) -> _Chances:
+    if len(_CHANCES) >= 4096:   # a bound on the memory (a few thousand pairs occur, most of them rarely)
+        _CHANCES.clear()
+    chances = _CHANCES[pool, hand] = _Chances(pool, hand)
+    return chances
+
+
+def _p_holds(pool: int, hand: int, k: int) -> float:
+    """:meth:`Known.p_holds` for the next player's ``hand`` cards from the ``pool`` of unseen ones: the chance
+    that they hold at least one of k given unseen cards."""
+    if k <= 0:
+        return 0.0                                # 1 - 1
+    if hand + k > pool:
+        return 1.0                                # 1 - 0
+    return 1.0 - p_none(pool, k, hand)
+
+
+def _ready(hand: list, card: int) -> bool:
+    """Whether, ``card`` played, the rest of the hand holds a card to follow it with (any J, its suit or rank;
+    never out on an A, PY-7)."""
+    rest = list(hand)
+    rest.remove(card)
+    ok = MATCH[card]
+    return any(RANK[c] == JACK or (ok[c] and not (len(rest) == 1 and RANK[c] == ACE)) for c in rest)
+
+
+def _last(hand: list, card: int) -> float:
+    """With two cards, the one kept for last: a J +1, a 7 +1/2, an A -1 (never out on it, PY-7)."""
+    last = RANK[hand[0] if hand[1] == card else hand[1]]
+    return 1.0 if last == JACK else 0.5 if last == SEVEN else -1.0 if last == ACE else 0.0

@@ -130,6 +130,7 @@ Deal report (``infos``): ``deal_points`` and ``scores`` per seat; ``breakdown`` 
 from __future__ import annotations
 
 import random
+import struct
 from math import comb
 
 import numpy as np
@@ -145,7 +146,7 @@ from . import appraisal
 from .tables import (HAND_SIZE, PLAY_J, DRAW, PASS, TAKE_PENALTY, NUM_ACTIONS, MOVE_FEATURES, OBS_SIZE,
                      PLAIN_OBS_SIZE, RANK,
                      ORDINARY, VALUE, FIRST_OK, IS_JACK, JACK_IDS, MATCH,
-                     JACK_ACTIONS)  # noqa: F401 (names of the rules, also imported from here)
+                     JACK_ACTIONS, COUNTS)  # noqa: F401 (names of the rules, also imported from here)
 
 FIRST_ROUND, NORMAL, FACING_SEVEN, POST_DRAW, FOLLOW_UP, DEAL_END = range(6)
 # determinize: re-deals (then exact draws) tried per hand, builds of the whole deal, exchanges per card at last
@@ -295,6 +296,13 @@ class PisYediliGame(Game):
         self.twin = {"identical": 1, "same_rank": 2, "off": 0}[s.twin_rule]
         self.on_failed_draw = s.stock_end == "on_failed_draw"
         self.target = s.game_end_penalty
+        n = self.num_players
+        # per seat, (observation index, seat) of the hand sizes of next(seat), next(next(seat)), ... and of the
+        # match totals of seat, next(seat), ...; the player count's index
+        self.hand_size_slots = [tuple((OBS_HAND_SIZES + k - 1, (seat + k) % n) for k in range(1, n))
+                                for seat in range(n)]
+        self.total_slots = [tuple((OBS_TOTALS + k, (seat + k) % n) for k in range(n)) for seat in range(n)]
+        self.player_count_slot = OBS_PLAYERS + n - 2
 
     def full_deck(self) -> list[int]:
         return list(range(NUM_CARDS)) * self.packs   # two packs with 3-4 players (§3a)
@@ -310,6 +318,12 @@ _OFFSETS = fixed_offsets(PisYediliGame.observation_blocks)
     "top", "named_suit", "pending", "phase", "follow", "drawn", "discard", "hand_sizes", "stock", "totals",
     "players", "direction", "moves"))
 assert OBS_MOVES == PLAIN_OBS_SIZE and OBS_SIZE == OBS_MOVES + NUM_ACTIONS * MOVE_FEATURES
+# one action's appraisal row, packed into the float32 observation (struct rounds a float to float32 as NumPy
+# does), at the byte offset of that action's row; the features need no scaling
+_MOVE_ROW = struct.Struct(f"={MOVE_FEATURES}f")
+_MOVES_AT = [4 * (OBS_MOVES + MOVE_FEATURES * a) for a in range(NUM_ACTIONS)]
+_LOW, _HIGH = PisYediliGame.obs_low, PisYediliGame.obs_high
+assert appraisal.FEATURE_SCALE == 1.0 and np.dtype(np.float32).itemsize == 4
 
 
 class PisYediliState(State):
@@ -424,6 +438,31 @@ class PisYediliState(State):
         if leg is None:
             leg = self._legal = self._compute_legal()
         return action in leg
+
+    def legal_mask(self) -> np.ndarray:
+        """``State.legal_mask`` from the cached legal actions (made at every step of an environment: no copy)."""
+        leg = self._legal
+        if leg is None:
+            leg = self._legal = self._compute_legal()
+        mask = np.zeros(NUM_ACTIONS, dtype=bool)
+        for a in leg:
+            mask[a] = True
+        return mask
+
+    def _auto_play(self) -> None:
+        """``State._auto_play`` (C-4: a single legal action is played by the engine) from the cached legal actions:
+        it runs after every action, and the legal actions it computes are the next decision's."""
+        if not self._skip_single_choice:
+            return
+        while self.current_player is not None:
+            leg = self._legal
+            if leg is None:
+                leg = self._legal = self._compute_legal()
+            if len(leg) != 1:
+                return
+            if self.move_log is not None:
+                self._log_move(self.current_player, leg[0], True)
+            self._apply(leg[0])
 
     def _compute_legal(self) -> list[int]:
         p = self.current_player
@@ -649,12 +688,19 @@ class PisYediliState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        n = self.num_players
-        obs = np.zeros(self.game.observation_size, dtype=np.float32)
-        held = set()
-        for c in self.hands[seat]:                  # counts / 2 (two copies with two packs)
-            obs[c] = 1.0 if c in held else 0.5
-            held.add(c)
+        # the zeros, the discard counts' slice, then only the non-zero entries one by one: an observation is built
+        # at every step, and a NumPy call costs more than a handful of Python stores
+        g = self.game
+        obs = np.zeros(g.observation_size, dtype=np.float32)
+        hand = self.hands[seat]
+        if g.packs == 1:                            # counts / 2: one copy is 0.5 ...
+            for c in hand:
+                obs[c] = 0.5
+        else:                                       # ... and a twin (two packs) makes it 1.0
+            held = set()
+            for c in hand:
+                obs[c] = 1.0 if c in held else 0.5
+                held.add(c)
         discard = self.discard
         if discard:
             top = discard[-1]
@@ -672,22 +718,38 @@ class PisYediliState(State):
             obs[OBS_FOLLOW + self.follow - 1] = 1.0     # follow is 1 (ace) or 2 (twin)
         if self.drawn:
             obs[OBS_DRAWN] = 1.0
-        hands, scores, target = self.hands, self.scores, self.game.target
-        tail = [0.0] * (OBS_MOVES - OBS_HAND_SIZES)     # the blocks from the hand sizes to the move rows
-        for k in range(1, n):
-            size = len(hands[(seat + k) % n])
-            tail[k - 1] = size / 30 if size < 30 else 1.0
+        hands = self.hands
+        for i, q in g.hand_size_slots[seat]:        # next(self), next(next(self)), ...
+            size = len(hands[q])
+            obs[i] = size / 30 if size < 30 else 1.0
         size = len(self.stock)
-        tail[OBS_STOCK - OBS_HAND_SIZES] = size / 83 if size < 83 else 1.0
-        for k in range(n):
-            v = scores[(seat + k) % n] / target
-            tail[OBS_TOTALS - OBS_HAND_SIZES + k] = v if v < 10.0 else 10.0
-        tail[OBS_PLAYERS - OBS_HAND_SIZES + n - 2] = 1.0
-        tail[OBS_DIRECTION - OBS_HAND_SIZES] = self.direction
-        obs[OBS_HAND_SIZES:OBS_MOVES] = tail
-        if self.current_player == seat and self.game.appraised:   # what each of my legal actions sheds, keeps, risks
-            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
+        obs[OBS_STOCK] = size / 83 if size < 83 else 1.0
+        scores = self.scores
+        if any(scores):                             # all zero in a match's first deal (and a deal episode)
+            target = g.target
+            for i, q in g.total_slots[seat]:        # self, next(self), ...
+                v = scores[q] / target
+                obs[i] = v if v < 10.0 else 10.0
+        obs[g.player_count_slot] = 1.0
+        obs[OBS_DIRECTION] = self.direction
+        if self.current_player == seat and g.appraised:   # what each of my legal actions sheds, keeps, risks
+            self._write_moves(obs, self.appraisal())
         return obs
+
+    @staticmethod
+    def _write_moves(obs: np.ndarray, rows: dict) -> None:
+        """The appraisal rows into the observation's last block, as ``State._write_action_rows`` writes them
+        (float32, divided by ``FEATURE_SCALE`` = 1, clipped to the bounds), a row at a time: a decision has a
+        few legal actions, and one ``struct`` store per row costs less than building a NumPy array of them.
+        Only a draw's row can leave the bounds, by the cards it takes (F_VALUE, F_KEPT and F_EXPOSED, which is
+        at most F_KEPT, F_DRAWN); every other number is a chance, a flag, cards / 7 or / 4 (at most 24 cards of a
+        suit but its J, 8 of a rank), or a hand's value / 100 (at most 8.8: two packs are worth 880)."""
+        pack = _MOVE_ROW.pack_into
+        for action, row in rows.items():
+            if action >= DRAW and (row[appraisal.F_VALUE] < _LOW or row[appraisal.F_KEPT] > _HIGH
+                                   or row[appraisal.F_DRAWN] > _HIGH):
+                row = [_HIGH if v > _HIGH else _LOW if v < _LOW else v for v in row]
+            pack(obs, _MOVES_AT[action], *row)
 
     def _appraise(self) -> dict:
         return appraisal.appraise(self)
@@ -705,29 +767,19 @@ class PisYediliState(State):
         cache[1] = len(discard)
         return counts
 
-    def _discard_unseen(self) -> list:
-        """``[pile, cards read, left, left per suit, left per rank, their penalty value]``: how many copies of each
-        card (of each suit, of each rank) are not on the discard pile, and their total value (PY-13), where the
-        appraisal's count of the cards a seat has not seen starts (``appraisal.Known``). Updated lazily like
-        :meth:`_discard_counts`: during a deal the pile only grows (a new deal replaces it, and a clone has its own
-        list, which both trigger a rebuild)."""
+    def _pile_counts(self) -> int:
+        """The discard pile's cards counted in one integer (``tables.COUNTS``), where the appraisal's count of the
+        cards a seat has not seen starts (``appraisal.unseen_counts``). Updated lazily like
+        :meth:`_discard_counts`: during a deal the pile only grows (a new deal or Muamele replaces or shrinks it,
+        and a clone has its own list, which all trigger a recount)."""
         discard = self.discard
-        cache = self.__dict__.get("_ucache")
+        cache = self.__dict__.get("_pcache")
         if cache is None or cache[0] is not discard or cache[1] > len(discard):
-            packs = self.game.packs
-            cache = self._ucache = [discard, 0, [packs] * NUM_CARDS, [13 * packs] * 4, [4 * packs] * 13,
-                                    packs * sum(VALUE)]
+            cache = self._pcache = [discard, 0, 0]
         if cache[1] < len(discard):
-            left, suits, ranks = cache[2], cache[3], cache[4]
-            total = cache[5]
-            for c in discard[cache[1]:]:
-                left[c] -= 1
-                suits[c // 13] -= 1
-                ranks[c % 13] -= 1
-                total -= VALUE[c]
+            cache[2] += sum(map(COUNTS.__getitem__, discard[cache[1]:]))
             cache[1] = len(discard)
-            cache[5] = total
-        return cache
+        return cache[2]
 
     # ----- the move log ---------------------------------------------------------------------------
     def _next_cards(self, k: int) -> list[int]:
@@ -853,7 +905,7 @@ class PisYediliState(State):
         d["muamele_cards"] = [m[:] for m in self.muamele_cards]
         d["limits"] = self.limits[:]                    # tuples of tuples: shared, never mutated
         d.pop("_dcache", None)
-        d.pop("_ucache", None)
+        d.pop("_pcache", None)
         st.__dict__ = d
         return st
 

@@ -152,46 +152,117 @@ def features(state, known: dict, card: int) -> list:
 
 def appraise(state, known: dict | None = None) -> dict:
     """For every legal action of the player to act, its feature row (in points, unscaled), computed anew: the
-    rows of :func:`features`, with what the cards of one decision share (the pile's top and size, the next
-    player's take after any capture, which empties the pile) worked out once."""
-    if state.current_player is None:
+    rows of :func:`features` (with ``known``: exactly those). Without ``known``, the same numbers worked out for
+    the whole decision at once: what its cards share (the pile's worth, the next player's hand, the take from the
+    pile any capture empties) once, a reply's chance (:func:`knowledge`'s ``p_rank``) only for a rank some row
+    reads, and :func:`threat` inline."""
+    seat = state.current_player
+    if seat is None:
         return {}
-    known = knowledge(state) if known is None else known
+    hand = state.hands[seat]
+    if known is not None:
+        return {card: features(state, known, card) for card in hand}
+    g = state.game
+    value = card_values(g)[0]
     pile = state.pile
-    value = known["value"]
-    last_play = known["last_play"]
+    down = state.pile_face_down
+    size = len(pile)
+    play = state.play_number + 1                          # the number of this play
+    last_play = play == PLAYS_PER_DEAL
+    # the cards whose place the seat does not know, as knowledge() counts them (never seen and not in its hand:
+    # 0 in ``placed``), when a chance or a face-down card's worth needs them: on the deal's last play no reply
+    # follows, and most piles have no face-down card. A rank's four cards are 13 apart: ``placed[r::13]``.
+    if down or not last_play:
+        placed = bytearray(state.seen)
+        for c in hand:
+            placed[c] = 1
+        u = placed.count(0)
+    # what taking the pile is worth (face-down cards at the mean worth of the cards not seen)
+    if down:
+        mean_value = sum([g.card_points[c] for c in card_values(g)[1] if not placed[c]]) / max(1, u)
+        pile_value = down * (mean_value + CARD_BONUS) + sum(map(value.__getitem__, pile[down:]))
+    else:
+        pile_value = 0.0 + sum(map(value.__getitem__, pile))
+    if not last_play:
+        live_jacks = 0
+        for jack in state.buried_jacks:
+            if jack not in hand and jack not in pile and not any(jack in cap for cap in state.captured):
+                live_jacks += 1
+        u += live_jacks
+        # the next player's hand after my play: as now, or a new packet when my play empties the last hand
+        if play % g.plays_per_round == 0:
+            h = PACKET if state.stock else 0
+        else:
+            h = len(state.hands[(seat + 1) % g.num_players])
+        # P(the next player holds a card of rank r), by the number of live cards of the rank (p_rank, from the
+        # table of 1 - p_none; 0.0 for none), and for the jack, which any pile left to them may meet (the jacks
+        # not seen and any buried jack not played yet)
+        p_some = (_P_SOME[h] if h <= PACKET else _p_some(h))[u]
+        pj = p_some[placed[JACK::13].count(0) + live_jacks]
     rows = {}
-    if not pile:                                         # every card but a counting jack trails
-        for card in state.hands[state.current_player]:
-            rows[card] = features(state, known, card)
+    if not pile:                                         # every card trails, but a counting jack (PI-4)
+        next_play_last = play + 1 == PLAYS_PER_DEAL
+        for card in hand:
+            rank = card % 13
+            if rank == JACK and g.jack_on_empty_counts:  # it takes itself
+                if last_play:
+                    rows[card] = [1.0, 0.0, value[card], 1.0, 1.0, 0.0, 0.0, 0.0]
+                    continue
+                pisti = 0 if next_play_last else state._pisti_value(JACK, None)
+                rows[card] = [1.0, float(state._pisti_value(card, None)), value[card], 1.0, 1.0, 0.0,
+                              pj * (value[JACK] + pisti), 0.0]
+                continue
+            worth = 0.0 + value[card]                    # (pile_value + value[card], the pile being empty)
+            jack = 1.0 if rank == JACK else 0.0
+            if last_play:                                # the card goes to the last capturer (PI-10)
+                rows[card] = [0.0, 0.0, 0.0, 0.0, jack, value[card], 0.0,
+                              worth if state.last_capturer == g.sides[seat] else -worth]
+                continue
+            # threat(): a card of its rank or a jack takes it, a pişti but on the deal's last play
+            cands = []
+            for r in {rank, JACK}:
+                p = pj if r == JACK else p_some[placed[r::13].count(0)]
+                if p:
+                    cands.append((worth + (0 if next_play_last else state._pisti_value(r, card)), p))
+            rows[card] = [0.0, 0.0, 0.0, 0.0, jack, value[card], expected_best(cands), 0.0]
         return rows
     top_rank = pile[-1] % 13
-    size = len(pile)
-    pile_value = known["pile_value"]
     after_capture = None                                 # the next player's take from the emptied pile
-    for card in state.hands[state.current_player]:
+    for card in hand:
         rank = card % 13
-        row = [0.0] * MOVE_FEATURES
         if rank == JACK or rank == top_rank:             # it takes the pile
-            if rank == JACK:
-                row[F_JACK] = 1.0
-            row[F_CAPTURE] = 1.0
-            if size == 1 and not last_play:
-                row[F_PISTI] = float(state._pisti_value(card, pile[0]))
-            row[F_TAKEN] = pile_value + value[card]
-            row[F_CARDS] = size + 1.0
-            if after_capture is None:
-                after_capture = threat(state, known, None, 0, 0.0)
-            row[F_THREAT] = after_capture
-        else:                                            # it stays on top
-            row[F_TRAILED] = value[card]
-            worth = pile_value + value[card]
-            if last_play:                                # the pile goes to the last capturer (PI-10)
-                row[F_LEFTOVER] = worth if state.last_capturer == state.game.sides[known["seat"]] else -worth
-            else:
-                row[F_THREAT] = threat(state, known, card, size + 1, worth)
-        rows[card] = row
+            if after_capture is None:                    # threat() of the empty pile
+                if last_play or not g.jack_on_empty_counts:
+                    after_capture = 0.0
+                else:
+                    pisti = 0 if play + 1 == PLAYS_PER_DEAL else state._pisti_value(JACK, None)
+                    after_capture = pj * (value[JACK] + pisti)
+            rows[card] = [1.0,
+                          float(state._pisti_value(card, pile[0])) if size == 1 and not last_play else 0.0,
+                          pile_value + value[card], size + 1.0, 1.0 if rank == JACK else 0.0, 0.0, after_capture,
+                          0.0]
+            continue
+        worth = pile_value + value[card]                 # it stays on top: the pile left, with my card on top
+        if last_play:                                    # the pile goes to the last capturer (PI-10)
+            rows[card] = [0.0, 0.0, 0.0, 0.0, 0.0, value[card], 0.0,
+                          worth if state.last_capturer == g.sides[seat] else -worth]
+            continue
+        # threat(): a card of my card's rank or a jack takes the pile left (no pişti: it holds 2 cards or
+        # more); both are worth ``worth``, so expected_best() takes the likelier reply first (a missing reply,
+        # chance 0.0, adds an exact 0.0)
+        p = p_some[placed[rank::13].count(0)]
+        first, second = (p, pj) if p >= pj else (pj, p)
+        rows[card] = [0.0, 0.0, 0.0, 0.0, 0.0, value[card], worth * first + worth * second * (1.0 - first), 0.0]
     return rows
+
+
+def _p_some(h: int) -> list:
+    """1 - p_none(u, live, h) (0.0 for live = 0), by u (the cards whose place is unknown: up to 52 unseen and 4
+    buried jacks) and live (those of them that make the reply: up to 4 and the buried jacks)."""
+    return [[1.0 - p_none.__wrapped__(u, live, h) for live in range(9)] for u in range(57)]
+
+
+_P_SOME = [_p_some(h) for h in range(PACKET + 1)]      # by the next player's hand, up to a packet
 
 
 def move_features(state, known: dict | None = None) -> dict:

@@ -60,7 +60,9 @@ side, this deal), ``last_capturer`` (side or None), ``play_number``, ``hand_numb
 
 from __future__ import annotations
 
+import functools
 import random
+import struct
 
 import numpy as np
 
@@ -188,6 +190,11 @@ class PishtiGame(Game):
         self.plays_per_round = PACKET * n                  # plays until every hand is empty
         self.jack_on_empty_counts = s.jack_on_empty_counts
         self.observation_size = 211 + 4 * ns + 2 + (n - 1) + n + ns + 1 + NUM_CARDS * MOVE_FEATURES
+        # the observation's blocks that depend on the table (the fractions from OBS_SIDES, then two one-hots)
+        self.sides_from = [tuple((side + k) % ns for k in range(ns)) for side in range(ns)]   # own side first
+        self.seats_after = [tuple((seat + k) % n for k in range(1, n)) for seat in range(n)]
+        self.obs_dealer = OBS_SIDES + 4 * ns + 2 + (n - 1)
+        self.obs_last_capturer = self.obs_dealer + n
         self.card_points = [0] * NUM_CARDS
         for suit in range(4):
             self.card_points[card_id(JACK, suit)] = 1
@@ -200,12 +207,32 @@ class PishtiGame(Game):
         # players=2 an unspecified partnerships is simply off, an explicit True is an error.
         self._explicit = set(settings)
         super().__init__(**settings)
+        if self.appraised:     # the appraised observation's divisor in float32 (PishtiState._observation)
+            self.obs_divisor = np.ones(self.observation_size, dtype=np.float32)
+            self.obs_divisor[self.plain_observation_size:] = appraisal.FEATURE_SCALE
 
 
 # observation offsets, from the blocks' sizes (the table-dependent blocks follow OBS_SIDES in order)
 _OFFSETS = fixed_offsets(PishtiGame.observation_blocks)
 OBS_PILE_TOP, OBS_PILE_FACE_UP, OBS_PILE_SIZE, OBS_SEEN, OBS_SIDES = (
     _OFFSETS[k] for k in ("pile_top", "pile_face_up", "pile_size", "seen", "sides"))
+
+# The observation is written as its float32 bytes (PishtiState._observation), little-endian like NumPy's float32
+# here; ``struct`` rounds a float to float32 as NumPy does. 1.0 is the bytes 00 00 80 3F, so a string of 0/1 flags
+# gives the bytes 2 and 3 of every float by one translation each (0 stays 0).
+_F32 = np.dtype("<f4")
+_F32_BYTE2 = bytes(0x80 if b == 1 else 0 for b in range(256))
+_F32_BYTE3 = bytes(0x3F if b == 1 else 0 for b in range(256))
+_AT_PILE_SIZE, _AT_SIDES = 4 * OBS_PILE_SIZE, 4 * OBS_SIDES      # byte offsets of those blocks
+#: the pile size / 52 and the face-down count / 3 as float32 bytes, by face-down count and pile size
+_PILE_SIZE_BYTES = [[struct.pack("<2f", size / 52, down / 3) for size in range(NUM_CARDS + 1)] for down in range(4)]
+_PACK_ROW_INTO = struct.Struct(f"<{MOVE_FEATURES}f").pack_into    # an appraisal row, into the bytes
+
+
+@functools.lru_cache(maxsize=None)
+def _floats(k: int) -> struct.Struct:
+    """``k`` numbers as float32 bytes."""
+    return struct.Struct(f"<{k}f")
 
 
 class PishtiState(State):
@@ -271,6 +298,27 @@ class PishtiState(State):
 
     def _is_legal(self, action: int) -> bool:
         return action in self.hands[self.current_player]
+
+    def legal_mask(self) -> np.ndarray:
+        """State.legal_mask's, read from the hand without copying it into the legal actions."""
+        mask = np.zeros(NUM_CARDS, dtype=bool)
+        if self.current_player is not None:
+            for card in self.hands[self.current_player]:
+                mask[card] = True
+        return mask
+
+    def _auto_play(self) -> None:
+        """C-4 as State._auto_play plays it: any card in hand may be played, so the only forced play is a last
+        card (read from the hand, without building the legal actions)."""
+        if not self._skip_single_choice:
+            return
+        while self.current_player is not None:
+            hand = self.hands[self.current_player]
+            if len(hand) != 1:
+                return
+            if self.move_log is not None:
+                self._log_move(self.current_player, hand[0], True)
+            self._apply(hand[0])
 
     def _pisti_value(self, card: int, lone: int | None) -> int:
         """Points of a pişti made by ``card`` taking ``lone`` (None: a jack onto an empty pile), §1d."""
@@ -376,35 +424,55 @@ class PishtiState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        # built as one list of one-hot indices and two slices of values: numpy per-item writes cost ~0.1 µs each
+        # Written as its float32 bytes, with one NumPy call (a NumPy call costs as much as a dozen Python
+        # operations): every 0/1 entry is first a byte of ``flags``, translated into the floats' bytes at once, the
+        # fractions are packed by ``struct`` (see _F32).
         g = self.game
-        n, ns = g.num_players, g.num_sides
-        obs = np.zeros(g.observation_size, dtype=np.float32)
-        hand, pile = self.hands[seat], self.pile
-        seen = bytearray(self.seen)                 # seen face up this deal ...
+        hand, pile, down = self.hands[seat], self.pile, self.pile_face_down
+        flags = bytearray(g.plain_observation_size)
+        flags[OBS_SEEN:OBS_SEEN + NUM_CARDS] = self.seen   # seen face up this deal ...
         for c in hand:
-            seen[c] = 0                             # ... own hand excluded
-        obs[OBS_SEEN:OBS_SEEN + NUM_CARDS] = np.frombuffer(seen, dtype=np.uint8)
-        ones = hand + [OBS_PILE_TOP + (pile[-1] if pile else NUM_CARDS)]
-        ones += [OBS_PILE_FACE_UP + c for c in pile[self.pile_face_down:]]
-        obs[OBS_PILE_SIZE:OBS_PILE_SIZE + 2] = (len(pile) / 52, self.pile_face_down / 3)   # and the face-down count
+            flags[c] = 1                                   # (the own hand block starts at 0)
+            flags[OBS_SEEN + c] = 0                        # ... own hand excluded
+        flags[OBS_PILE_TOP + (pile[-1] if pile else NUM_CARDS)] = 1
+        for c in pile[down:]:
+            flags[OBS_PILE_FACE_UP + c] = 1
+        n, ns = g.num_players, g.num_sides
         my_side = g.sides[seat]
-        target = self.settings.target_score
-        values = []
-        for k in range(ns):
-            side = (my_side + k) % ns
-            values += (len(self.captured[side]) / 52, min(self.visible_points[side] / 13, 10.0),
-                       min(self.pisti_points[side] / 50, 10.0), min(self.scores[side] / target, 10.0))
-        values += (len(self.stock) / 52, self.hand_number / g.hands_per_deal)
-        values += [len(self.hands[(seat + k) % n]) / 4 for k in range(1, n)]
-        o = OBS_SIDES + len(values)
-        obs[OBS_SIDES:o] = values
-        ones.append(o + (self.dealer - seat) % n)
+        flags[g.obs_dealer + (self.dealer - seat) % n] = 1
         lc = self.last_capturer
-        ones.append(o + n + ((lc - my_side) % ns if lc is not None else ns))
-        obs[ones] = 1.0
+        flags[g.obs_last_capturer + ((lc - my_side) % ns if lc is not None else ns)] = 1
+        out = bytearray(4 * g.observation_size)
+        end = 4 * len(flags)
+        out[2:end:4] = flags.translate(_F32_BYTE2)
+        out[3:end:4] = flags.translate(_F32_BYTE3)
+        out[_AT_PILE_SIZE:_AT_PILE_SIZE + 8] = _PILE_SIZE_BYTES[down][len(pile)]   # and the face-down count
+        # per side, own side first, each fraction clipped at 10: min(x / d, 10.0) without a call (x <= 10 d)
+        target = self.settings.target_score
+        captured, visible, pisti_points, scores = self.captured, self.visible_points, self.pisti_points, self.scores
+        values = []
+        for side in g.sides_from[my_side]:
+            v, p, t = visible[side], pisti_points[side], scores[side]
+            values += (len(captured[side]) / 52, v / 13 if v <= 130 else 10.0, p / 50 if p <= 500 else 10.0,
+                       t / target if t <= 10 * target else 10.0)
+        values.append(len(self.stock) / 52)
+        values.append(self.hand_number / g.hands_per_deal)
+        hands = self.hands
+        for p in g.seats_after[seat]:
+            values.append(len(hands[p]) / 4)
+        out[_AT_SIDES:4 * g.obs_dealer] = _floats(len(values)).pack(*values)
+        obs = np.frombuffer(out, _F32)
         if self.current_player == seat and g.appraised:   # what each of my legal actions would take and leave
-            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
+            rows = self.appraisal()
+            if rows:
+                # as State._write_action_rows writes them: each number rounded to float32, then divided by the scale
+                # in float32. Its clipping to the bounds (±10, i.e. ±100 points) never acts here: a row's numbers
+                # stay below 100 in size (at most 53 cards taken, piles worth at most 28 + 3 * 4.25 points taken or
+                # left, piştis of at most 40 points).
+                pack_row = _PACK_ROW_INTO
+                for card, row in rows.items():
+                    pack_row(out, end + 4 * MOVE_FEATURES * card, *row)
+                obs /= g.obs_divisor                       # 1 for the view (x / 1 is x), the scale for the rows
         return obs
 
     def _appraise(self) -> dict:

@@ -209,3 +209,16 @@ def test_bots_fit_the_observation_they_were_trained_on(name):
     assert "observations of" in fit(older, plain).reason                  # (told by the sizes)
     mine = bot_metadata(plain, "ppo", 1)
     assert fit(mine, plain).ok and not fit(mine, appraised).ok
+
+
+@pytest.mark.parametrize("name", APPRAISED)
+def test_an_env_with_the_plain_observation_pickles_mid_game(name):
+    import pickle
+    env = envs.make(name, observation="plain")
+    env.reset(seed=3)
+    for _ in range(5):
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    back = pickle.loads(pickle.dumps(env))
+    assert back.unwrapped.game.observation_blocks == env.unwrapped.game.observation_blocks
+    for agent in env.possible_agents:
+        assert back.observe(agent)["observation"].tobytes() == env.observe(agent)["observation"].tobytes()
