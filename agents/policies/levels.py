@@ -40,9 +40,6 @@ EASY_TEMPERATURE = 5.0
 HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:{bot}",
         "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}", "ish": "{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
-#: ``hard`` where a table's size changes the budget, by (game, players): with more players each rollout plays more
-#: moves. Pis Yedili with 4 players: rollout:64 took a median 262 ms a move on one core, over the 250 ms bar
-HARD_AT_TABLE = {("pis_yedili", 4): "rollout:48,z=1,drop=0.5:{bot}"}
 
 
 #: bots whose logits are a policy (``easy`` samples them): PPO's, and networks fitted to a teacher's moves by
@@ -96,11 +93,10 @@ def first_shipped_bot(game_name: str) -> str | None:
 
 
 def hard_spec(game, bot: str) -> str:
-    """The search spec that ``BOT:hard`` is at ``game``'s table: :data:`HARD_AT_TABLE`'s for its size, else
-    :data:`HARD`'s, or the default where the game's entry does not fit the table (the endgame solver wants 2 Pişti
-    players)."""
+    """The search spec that ``BOT:hard`` is at ``game``'s table: :data:`HARD`'s, or the default where the game's
+    entry does not fit the table (the endgame solver wants 2 Pişti players)."""
     from .endgame import solves_table
-    spec = HARD_AT_TABLE.get((game.name, game.num_players)) or HARD.get(game.name, HARD_DEFAULT)
+    spec = HARD.get(game.name, HARD_DEFAULT)
     if spec.startswith("endgame:") and not solves_table(game):
         spec = HARD_DEFAULT
     return spec.format(bot=bot)
