@@ -17,12 +17,14 @@ for the player to act only, and shared by the observation and the heuristic; the
 (``observation="plain"``) never computes it. The numbers are the reference's to the bit
 (``tests/envs/reference/pasur_appraisal.py``, the first implementation, kept as their definition;
 tests/envs/test_appraisal.py compares the two over a corpus of states), so every float is added in the
-reference's order: what is faster is how they are reached. The ranks still unseen are counted by one
-``bytes.count`` per rank and the opponent's chances looked up by how many of a rank I have seen; a card's
-options are weighed in one pass that keeps the most valuable row; the threat pairs the knapsack's best sums
-with the chances in one step. Neither NumPy nor a memo of pools pays here (both measured): a decision weighs a
-handful of moves over pools of a few cards, where a NumPy call costs more than the Python it replaces, and fewer
-than a third of the pools come back within a few hundred deals.
+reference's order: what is faster is how they are reached. The ranks I have seen are counted in one C-level sum
+(each card adds one to its rank's byte of an int) and the opponent's chances looked up by those counts; a pool's
+cards of a kind are picked by ``bytes.translate`` (one C call, not a loop); a card's options are weighed in one
+pass that keeps the most valuable row. The knapsack of the threat is memoized by the *classes* of the pool's
+numeric cards (value and worth, in card-id order: the order the reference adds them in), not by the cards: pools
+of the same cards rarely come back (fewer than half within thousands of deals), pools of the same classes mostly
+do. NumPy does not pay here: a decision weighs a handful of moves over pools of a few cards, where a NumPy call
+costs more than the Python it replaces.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ CARD_VALUE = {w: [CARD_POINTS[c] + w * IS_CLUB[c] + COUNT_BONUS for c in range(N
 
 # ----- the per-action features (one row of MOVE_FEATURES numbers per action), in points / FEATURE_SCALE --------
 FEATURE_SCALE = 5.0
+#: the largest pool on which no feature can leave [-10, 10] once scaled, so the observation need not clip: a move
+#: takes, leaves or exposes at most the pool and the played card (each worth at most the dearest card value), the
+#: opponent's reply adds at most a sur (``sur_value`` is at most 10); flags and card points are smaller
+UNCLIPPED_POOL = int((10.0 * FEATURE_SCALE - 10) / max(max(v) for v in CARD_VALUE.values())) - 1
+assert UNCLIPPED_POOL >= 8
 (F_TAKEN,        # value of the cards a capture takes, the played card included
  F_POINTS,       # card points (§2d) a capture takes, the played card included
  F_SUR,          # 1: the capture scores a sur or cancels one of the opponent's
@@ -55,8 +62,32 @@ FEATURE_SCALE = 5.0
 
 #: a card id's rank, as a ``bytes.translate`` table (the ranks of a list of cards in one C call)
 _RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)
+_RANK_UNIT = [1 << (8 * r) for r in _RANK_OF]       # a card id -> one in its rank's byte (knowledge)
 _RANKS = range(13)
 _QUEEN_KING = (JACK + 1, JACK + 2)
+# for bytes.translate's delete (a pool's cards of a kind in one C call, in pool order): J, Q and K; Q and K; every
+# card of another rank
+_NOT_NUMERIC = bytes(c for c in range(NUM_CARDS) if RANK[c] >= JACK)
+_QUEENS_KINGS = bytes(c for c in range(NUM_CARDS) if RANK[c] > JACK)
+_NOT_RANK = [bytes(c for c in range(NUM_CARDS) if RANK[c] != r) for r in _RANKS]
+
+
+def _card_classes(card_value: list, classes: dict) -> bytes:
+    """A ``bytes.translate`` table naming each numeric card's (value, worth) by one byte, the same byte in every
+    table made with ``classes``: cards of one class are the same to the knapsack (:func:`best_captures`)."""
+    return bytes([classes.setdefault((RANK[c] + 1, card_value[c]), len(classes) + 1) if RANK[c] < JACK else 0
+                  for c in range(NUM_CARDS)] + [0] * (256 - NUM_CARDS))
+
+
+_CLASS_IDS: dict = {}
+#: id(card value table) -> (the table, its card classes), for CARD_VALUE's tables
+_CLASSES = {id(table): (table, _card_classes(table, _CLASS_IDS)) for table in CARD_VALUE.values()}
+assert len(_CLASS_IDS) < 256
+#: (the numeric pool cards' classes in card-id order, the sur bonus) -> [(r, the best capture of a card of rank r)
+#: for the ranks r that capture anything]: the knapsack depends on these alone, and pools of the same classes
+#: recur far more often than pools of the same cards (bounded: cleared when full, ~10 MB at most)
+_TAKES: dict = {}
+_TAKES_MAX = 30_000
 
 #: (unseen cards, the opponent's next hand) -> P(they hold a rank) by how many of its cards I have seen
 _P_SEEN: dict = {}
@@ -92,11 +123,20 @@ def knowledge(state, seat: int | None = None) -> dict:
     seat = state.current_player if seat is None else seat
     select = state.phase == PHASE_SELECT
     opp = 1 - seat
-    seen = state.hands[seat] + state.pool + state.captured[0] + state.captured[1]
+    hand, pool, captured = state.hands[seat], state.pool, state.captured
+    # how many cards of each rank I have seen: every card adds one to its rank's byte of an int (a sum in C, no
+    # loop), whose bytes are then the counts (while no count can pass 255)
+    seen = len(hand) + len(pool) + len(captured[0]) + len(captured[1]) + select
+    unit = _RANK_UNIT.__getitem__
+    ranks = sum(map(unit, hand)) + sum(map(unit, pool)) + sum(map(unit, captured[0])) + sum(map(unit, captured[1]))
     if select:
-        seen.append(state.sel_card)
-    ranks = bytes(seen).translate(_RANK_OF)          # every card is in one place only: a count per rank
-    unseen = NUM_CARDS - len(seen)
+        ranks += unit(state.sel_card)
+    if seen < 256:
+        ranks = ranks.to_bytes(13, "little")
+    else:
+        seen_cards = hand + pool + captured[0] + captured[1] + ([state.sel_card] if select else [])
+        ranks = [bytes(seen_cards).translate(_RANK_OF).count(r) for r in _RANKS]
+    unseen = NUM_CARDS - seen
     decided = state.clubs[0] >= 7 or state.clubs[1] >= 7
     my_hand_after = len(state.hands[seat]) - (0 if select else 1)
     opp_hand = len(state.hands[opp])
@@ -116,7 +156,7 @@ def knowledge(state, seat: int | None = None) -> dict:
     if p_seen is None:
         p_seen = _P_SEEN[(unseen, opp_hand)] = [1.0 - p_none(unseen, 4 - k, opp_hand) if k < 4 else 0.0
                                                  for k in range(5)]
-    p_rank = [p_seen[ranks.count(r)] for r in _RANKS]
+    p_rank = list(map(p_seen.__getitem__, ranks))
     final_hand = state.hand_number == HANDS_PER_ROUND
     # a full-pool capture scores a sur or cancels one (PA-6, PA-7, PA-8: the engine's _sur_kind)
     my_sur = not state.sur_capped[seat] and not (final_hand and not s.sur_on_final_deal)
@@ -138,24 +178,42 @@ def threat(known: dict, pool: list) -> float:
     p_rank = known["p_rank"]
     card_value = known["card_value"]
     opp_sur = known["opp_sur"]
-    cands = []
-    numeric = [x for x in pool if RANK[x] < JACK]
+    cards = bytes(pool)
+    numeric = cards.translate(None, _NOT_NUMERIC)
     if numeric:
-        numeric.sort()
-        best = best_captures(numeric, card_value, opp_sur if len(numeric) == len(pool) else 0.0)
-        # their card of value r + 1 (r = 0..9, the chance p_rank[r]) takes the best of target 10 - r
-        cands = [(b, p) for b, p in zip(best[10:0:-1], p_rank) if p and b]
-    sweep = [x for x in pool if RANK[x] <= JACK]       # what a jack would take: numeric cards and jacks
+        numeric = bytes(sorted(numeric))                # card-id order
+        bonus = opp_sur if len(numeric) == len(pool) else 0.0
+        classes = _CLASSES.get(id(card_value))
+        if classes is not None and classes[0] is card_value:
+            key = (numeric.translate(classes[1]), bonus)
+            takes = _TAKES.get(key)
+            if takes is None:
+                if len(_TAKES) >= _TAKES_MAX:
+                    _TAKES.clear()
+                takes = _TAKES[key] = _takes(numeric, card_value, bonus)
+        else:
+            takes = _takes(numeric, card_value, bonus)
+        # their card of rank r (value r + 1, the chance p_rank[r]) takes its best
+        cands = [(b, p_rank[r]) for r, b in takes if p_rank[r]]
+    else:
+        cands = []
+    sweep = cards.translate(None, _QUEENS_KINGS)        # what a jack would take: numeric cards and jacks
     if sweep and p_rank[JACK]:
-        cands.append((sum([card_value[c] for c in sweep]), p_rank[JACK]))
+        cands.append((sum(map(card_value.__getitem__, sweep)), p_rank[JACK]))
     if len(sweep) < len(pool):
         for r in _QUEEN_KING:                           # Q, K: pair one
             p = p_rank[r]
             if p:
-                same = [card_value[x] for x in pool if RANK[x] == r]
+                same = cards.translate(None, _NOT_RANK[r])
                 if same:
-                    cands.append((max(same) + (opp_sur if len(pool) == 1 else 0.0), p))
+                    cands.append((max(map(card_value.__getitem__, same)) + (opp_sur if len(pool) == 1 else 0.0), p))
     return expected_best(cands)
+
+
+def _takes(numeric, card_value: list, sur_bonus: float) -> tuple:
+    """(r, the best capture of a card of rank r) for every rank r < 10 with a capture on ``numeric``."""
+    best = best_captures(numeric, card_value, sur_bonus)
+    return tuple([(r, best[10 - r]) for r in range(10) if best[10 - r]])
 
 
 def _capture_row(state, known: dict, card: int, option: tuple, jack: bool) -> list:
@@ -163,8 +221,8 @@ def _capture_row(state, known: dict, card: int, option: tuple, jack: bool) -> li
     card_value = known["card_value"]
     pool = state.pool
     row = [0.0] * MOVE_FEATURES
-    row[F_TAKEN] = sum([card_value[c] for c in option] + [card_value[card]])
-    row[F_POINTS] = float(sum([CARD_POINTS[x] for x in option]) + CARD_POINTS[card])
+    row[F_TAKEN] = sum(map(card_value.__getitem__, option)) + card_value[card]   # added in that order
+    row[F_POINTS] = float(sum(map(CARD_POINTS.__getitem__, option)) + CARD_POINTS[card])
     if jack:
         row[F_JACK_FINAL if known["final_hand"] else F_JACK] = 1.0
         row[F_JACK_SWEEP] = 1.0
@@ -179,7 +237,7 @@ def _capture_row(state, known: dict, card: int, option: tuple, jack: bool) -> li
     else:
         rest = [x for x in pool if x not in option]
     if known["round_over"]:
-        row[F_LEFTOVER] = sum([card_value[c] for c in rest])   # the leftover comes to me, the last capturer
+        row[F_LEFTOVER] = sum(map(card_value.__getitem__, rest))   # the leftover comes to me, the last capturer
     else:
         row[F_THREAT] = threat(known, rest)
     return row
@@ -207,7 +265,7 @@ def trail_features(state, known: dict, card: int) -> list:
     rest = state.pool + [card]
     if known["round_over"]:
         lc = state.last_capturer
-        left = sum([card_value[c] for c in rest])
+        left = sum(map(card_value.__getitem__, rest))
         row[F_LEFTOVER] = left if lc == known["seat"] else -left if lc is not None else 0.0
     else:
         row[F_THREAT] = threat(known, rest)

@@ -96,6 +96,9 @@ and ``redeals`` (this round's deal), ``round_start_scores``, ``scores``, ``deals
 from __future__ import annotations
 
 import random
+import struct
+from itertools import chain
+
 import numpy as np
 
 from ..core.cards import ACE, JACK, KING, NUM_CARDS, QUEEN, card_str, cards_str
@@ -145,6 +148,16 @@ def sum_subsets(values: tuple, target: int) -> tuple:
             _SUBSETS.clear()
         found = _SUBSETS[(target, values)] = _enumerate_subsets(values, target)
     return found
+
+#: (target, the pool's numeric cards of value <= target in card-id order, as bytes) -> capture options (card-id
+#: tuples): a card's options depend on these alone (bounded: cleared when full, a few MB at most)
+_OPTIONS: dict = {}
+_OPTIONS_MAX = 30_000
+# for bytes.translate's delete: the cards of a value above each target (value = rank + 1), of any other rank, Q and K
+_VALUE_ABOVE = [bytes(c for c in range(NUM_CARDS) if RANK[c] >= target) for target in range(11)]
+_NOT_RANK = [bytes(c for c in range(NUM_CARDS) if RANK[c] != r) for r in range(13)]
+_QUEENS_KINGS = bytes(c for c in range(NUM_CARDS) if RANK[c] > JACK)
+_RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)          # bytes.translate: card ids -> ranks
 
 SETTINGS = SettingsSpec("pasur", [
     Int("target_score", 62, 20, 200, doc="the match ends after a round in which someone reaches it (§2d)"),
@@ -277,10 +290,31 @@ _OFFSETS = fixed_offsets(PasurGame.observation_blocks)
                           "moves"))
 assert OBS_MOVES == PLAIN_OBS_SIZE and OBS_SIZE == OBS_MOVES + NUM_ACTIONS * MOVE_FEATURES
 
+OBS_OPP_HAND = OBS_STOCK + 1                    # the opponent's hand size
+
+# The observation as float32 bytes (PasurState._views and _observation)
+#: a seat's view (the observation up to its phase block) before any card is placed: every card unseen
+_VIEW_START = np.array([OBS_UNSEEN <= i < OBS_UNSEEN + NUM_CARDS for i in range(OBS_PHASE)], np.float32).tobytes()
+#: the phase block (OBS_PHASE .. OBS_MOVES) in a PLAY decision (its flag, nothing selected), once the game is over
+_PHASE_PLAY = np.eye(1, OBS_MOVES - OBS_PHASE, dtype=np.float32).tobytes()
+_PHASE_OVER = bytes(4 * (OBS_MOVES - OBS_PHASE))
+_NO_MOVES = bytes(4 * (OBS_SIZE - OBS_MOVES))   # the appraisal block of a seat not to move
+_ROW = 4 * MOVE_FEATURES                        # an action's row in the appraisal block, in bytes
+# runs of numbers written into a view by struct (float32, rounded as NumPy rounds; flags as 0 or 1)
+_PACK_HAND = struct.Struct(f"={HANDS_PER_ROUND + 3}f")   # OBS_HAND_NUMBER: hand number, final deal, stock, their hand
+_PACK_ROUND = struct.Struct("=5f")              # OBS_TOTALS: match totals, sur-cap flags, I am the dealer
+_PACK_LAST = struct.Struct("=3f")               # OBS_LAST_CAPTURER: me, the opponent, none
+assert (OBS_FINAL == OBS_HAND_NUMBER + HANDS_PER_ROUND and OBS_STOCK == OBS_FINAL + 1
+        and OBS_SUR_CAP == OBS_TOTALS + 2 and OBS_DEALER == OBS_SUR_CAP + 2)
+
 
 class PasurState(State):
 
     deal_word = "round"
+    #: each seat's observation up to its phase block, kept up to date by the moves; ``None`` until first read in
+    #: a round (see _build_views)
+    _views: list | None = None
+    _views_version = -1                         # the state version the views are for
 
     # ----- the round deal (§2a, PA-5) ---------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
@@ -330,6 +364,7 @@ class PasurState(State):
         self.cand: list[tuple] = []
         self.sel_legal: list[int] = []
         self.current_player = non_dealer
+        self._views = None                          # a new round: built when first read
         if self.move_log is not None:
             why = (f"; {self.redeals} redeal{'s' if self.redeals > 1 else ''} first (too many jacks, queens or "
                    f"kings in the pool)" if self.redeals else "")
@@ -343,19 +378,26 @@ class PasurState(State):
     def capture_options(self, card: int) -> list[tuple]:
         """The capture options of ``card`` against the current pool, each a tuple of pool card ids in
         increasing id order; the list sorted. A J has at most one option (its sweep); none means a trail."""
+        # the pool's cards of a kind are picked by bytes.translate's delete (one C call, not a loop)
         r = RANK[card]
-        pool = self.pool
+        if r < JACK:
+            target = 10 - r                         # 11 - value, value = rank + 1
+            cs = bytes(self.pool).translate(None, _VALUE_ABOVE[target])   # the numeric cards of value <= target
+            if not cs:
+                return []
+            key = (target, bytes(sorted(cs)))       # in card-id order
+            found = _OPTIONS.get(key)
+            if found is None:
+                if len(_OPTIONS) >= _OPTIONS_MAX:
+                    _OPTIONS.clear()
+                cs = key[1]
+                found = _OPTIONS[key] = tuple([tuple([cs[i] for i in o])
+                                               for o in sum_subsets(tuple([RANK[x] + 1 for x in cs]), target)])
+            return list(found)
         if r == JACK:
-            take = [x for x in pool if RANK[x] <= JACK]
+            take = bytes(self.pool).translate(None, _QUEENS_KINGS)   # every numeric card and jack
             return [tuple(sorted(take))] if take else []
-        if r > JACK:
-            return sorted((x,) for x in pool if RANK[x] == r)
-        target = 10 - r                             # 11 - value, value = rank + 1
-        cs = sorted([x for x in pool if RANK[x] < target])   # numeric cards of value <= target, id order
-        if not cs:
-            return []
-        found = sum_subsets(tuple([RANK[x] + 1 for x in cs]), target)
-        return [tuple([cs[i] for i in o]) for o in found]
+        return [(x,) for x in sorted(bytes(self.pool).translate(None, _NOT_RANK[r]))]
 
     # ----- legal actions and play (§2c, §2h) --------------------------------------------------------
     def legal_actions(self) -> list[int]:
@@ -365,12 +407,40 @@ class PasurState(State):
             return self.hands[self.current_player][:]
         return self.sel_legal[:]
 
+    def legal_mask(self) -> np.ndarray:
+        # the engine's, reading the legal actions in place (no list copy)
+        mask = np.zeros(NUM_ACTIONS, dtype=bool)
+        if self.current_player is not None:
+            for a in self.hands[self.current_player] if self.phase == PHASE_PLAY else self.sel_legal:
+                mask[a] = True
+        return mask
+
+    def _auto_play(self) -> None:
+        # the engine's (C-4), reading the legal actions in place (no list copy per move)
+        if not self._skip_single_choice:
+            return
+        while self.current_player is not None:
+            legal = self.hands[self.current_player] if self.phase == PHASE_PLAY else self.sel_legal
+            if len(legal) != 1:
+                return
+            action = legal[0]
+            if self.move_log is not None:
+                self._log_move(self.current_player, action, True)
+            self._apply(action)
+
     def _is_legal(self, action: int) -> bool:
         if self.phase == PHASE_PLAY:
             return action in self.hands[self.current_player]
         return action in self.sel_legal
 
     def _apply(self, action: int) -> None:
+        if self._views is not None and self._views_version != self._version:
+            # the first move of an apply (which has just bumped the version): the views follow it if they were
+            # current before it, else the state was changed by hand since they were made
+            if self._views_version == self._version - 1:
+                self._views_version = self._version
+            else:
+                self._views = None
         if action < TAKE:
             self._play(action)
         else:
@@ -378,10 +448,19 @@ class PasurState(State):
 
     def _play(self, card: int) -> None:
         p = self.current_player
-        self.hands[p].remove(card)
+        hand = self.hands[p]
+        hand.remove(card)
+        views = self._views
+        if views is not None:                      # out of my hand; the opponent sees it (trail, capture, SELECT)
+            views[p][card] = 0.0
+            theirs = views[1 - p]
+            theirs[OBS_UNSEEN + card] = 0.0
+            theirs[OBS_OPP_HAND] = len(hand) / HAND
         opts = self.capture_options(card)
         if not opts:                               # trail (I4: no option existed)
             self.pool.append(card)
+            if views is not None:
+                views[0][OBS_POOL + card] = views[1][OBS_POOL + card] = 1.0
             self.turns.append((p, card, (), None))
             self._next_turn(p)
         elif len(opts) == 1:                       # forced capture
@@ -423,27 +502,47 @@ class PasurState(State):
         return "sur"
 
     def _capture(self, p: int, card: int, option: tuple) -> None:
-        sur = self._sur_kind(p, card, option)
         pool = self.pool
+        sur = None                                 # only a sweep may be a sur (_sur_kind)
         if len(option) == len(pool):
+            sur = self._sur_kind(p, card, option)
             taken = tuple(pool)
             self.pool = []
         elif len(option) == 1:
             taken = option
             pool.remove(option[0])
         else:
-            taken = tuple(x for x in pool if x in option)
+            taken = tuple([x for x in pool if x in option])
             self.pool = [x for x in pool if x not in option]
         cap = self.captured[p]
         cap.append(card)
         cap.extend(taken)
-        self.clubs[p] += IS_CLUB[card] + sum(IS_CLUB[x] for x in taken)
-        self.points[p] += CARD_POINTS[card] + sum(CARD_POINTS[x] for x in taken)
+        clubs, points = IS_CLUB[card], CARD_POINTS[card]
+        for x in taken:
+            clubs += IS_CLUB[x]
+            points += CARD_POINTS[x]
+        self.clubs[p] += clubs
+        self.points[p] += points
+        last = self.last_capturer
         self.last_capturer = p
         if sur == "sur":
             self.surs[p] += 1
         elif sur == "cancel":                      # sur cancellation
             self.surs[1 - p] -= 1
+        views = self._views
+        if views is not None:                      # from the pool (and the hand) to my pile; I captured last
+            mine, theirs = views[p], views[1 - p]
+            mine[OBS_MINE + card] = theirs[OBS_THEIRS + card] = 1.0
+            for x in taken:
+                mine[OBS_POOL + x] = theirs[OBS_POOL + x] = 0.0
+                mine[OBS_MINE + x] = theirs[OBS_THEIRS + x] = 1.0
+            if clubs or points or sur:
+                self._write_scores(views, p)
+                if sur == "cancel":
+                    self._write_scores(views, 1 - p)
+            if last != p:
+                _PACK_LAST.pack_into(mine, 4 * OBS_LAST_CAPTURER, 1.0, 0.0, 0.0)     # me
+                _PACK_LAST.pack_into(theirs, 4 * OBS_LAST_CAPTURER, 0.0, 1.0, 0.0)   # the opponent
         self.turns.append((p, card, taken, sur))
         self._next_turn(p)
 
@@ -456,6 +555,14 @@ class PasurState(State):
                 hands[non_dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
                 hands[self.dealer] = sorted([stock.pop(), stock.pop(), stock.pop(), stock.pop()])
                 self.hand_number += 1
+                views = self._views
+                if views is not None:              # each seat sees its new cards, the hand number moves on
+                    for seat in (0, 1):
+                        view = views[seat]
+                        for c in hands[seat]:
+                            view[c] = 1.0
+                            view[OBS_UNSEEN + c] = 0.0
+                    self._write_hand(views)
                 if self.move_log is not None:
                     final = " (the final hand: no sur)" if (self.hand_number == HANDS_PER_ROUND
                                                            and not self.settings.sur_on_final_deal) else ""
@@ -484,6 +591,13 @@ class PasurState(State):
             self.clubs[lc] += sum(IS_CLUB[x] for x in left)
             self.points[lc] += sum(CARD_POINTS[x] for x in left)
             self.pool = []
+            views = self._views
+            if views is not None:                  # from the pool to the last capturer's pile
+                mine, theirs = views[lc], views[1 - lc]
+                for x in left:
+                    mine[OBS_POOL + x] = theirs[OBS_POOL + x] = 0.0
+                    mine[OBS_MINE + x] = theirs[OBS_THEIRS + x] = 1.0
+                self._write_scores(views, lc)
         s = self.settings
         cap = self.captured
         seven = [HAFT_KHAJ_POINTS if c >= HAFT_KHAJ else 0 for c in self.clubs]
@@ -495,8 +609,8 @@ class PasurState(State):
             "seven_clubs": seven,
             "ten_diamonds": [3 if TEN_DIAMONDS in c else 0 for c in cap],
             "two_clubs": [2 if TWO_CLUBS in c else 0 for c in cap],
-            "aces": [sum(1 for x in c if RANK[x] == ACE) for c in cap],
-            "jacks": [sum(1 for x in c if RANK[x] == JACK) for c in cap],
+            "aces": [bytes(c).translate(_RANK_OF).count(ACE) for c in cap],
+            "jacks": [bytes(c).translate(_RANK_OF).count(JACK) for c in cap],
             "surs": list(self.surs),
             "sur_points": sur_points,
             "card_points": card_points,
@@ -506,6 +620,9 @@ class PasurState(State):
         if not self.is_terminal:
             self.dealer = 1 - self.dealer          # the dealer changes every round
             self._start_deal(None)
+        elif self._views is not None:              # the match totals after the round
+            for seat in (0, 1):
+                self._write_round(self._views[seat], seat)
 
     def round_points(self, seat: int) -> int:
         """Points of ``seat`` so far this round: captured card points, the haft khâj once 7+ clubs, surs."""
@@ -513,53 +630,109 @@ class PasurState(State):
                 + self.surs[seat] * self.settings.sur_value)
 
     # ----- views ------------------------------------------------------------------------------------
-    def _observation(self, seat: int) -> np.ndarray:
-        obs = np.zeros(self.game.observation_size, dtype=np.float32)
-        opp = 1 - seat
-        hand, pool = self.hands[seat], self.pool
-        mine, theirs = self.captured[seat], self.captured[opp]
-        ones = hand + [OBS_POOL + c for c in pool] + [OBS_MINE + c for c in mine] + [OBS_THEIRS + c for c in theirs]
-        unseen = [True] * NUM_CARDS                 # every card not in my hand, pool, captures, in play
-        for block in (hand, pool, mine, theirs):
-            for c in block:
-                unseen[c] = False
-        if self.sel_card >= 0:
-            unseen[self.sel_card] = False
-        ones += [OBS_UNSEEN + c for c in range(NUM_CARDS) if unseen[c]]
+    def _build_views(self) -> list:
+        """Each seat's view (``_views``): its observation up to the phase block, as float32 in a bytearray written
+        through a memoryview, which _observation joins with the phase and appraisal blocks.
+
+        Written from scratch, an observation costs more than the rest of a step (a seen card is two writes, and
+        some 30 are seen), while a move changes a few cards and numbers: so the moves keep both views up to date
+        (_play, _capture, _next_turn, _round_end), and the views are built here only when first read in a round,
+        or when the state has changed other than by its moves since they were (its version moved on without them:
+        a state changed by hand must bump ``_version``, as for the appraisal). A clone, a re-dealt world
+        (determinize) and an unpickled state have none, so a search's copies pay nothing for them."""
+        views = []
+        unseen = OBS_UNSEEN
+        for seat in (0, 1):
+            opp = 1 - seat
+            view = memoryview(bytearray(_VIEW_START)).cast("f")
+            for c in self.hands[seat]:              # a seen card: marked in its block, no longer unseen
+                view[c] = 1.0
+                view[unseen + c] = 0.0
+            for at, cards in ((OBS_POOL, self.pool), (OBS_MINE, self.captured[seat]), (OBS_THEIRS, self.captured[opp])):
+                for c in cards:
+                    view[at + c] = 1.0
+                    view[unseen + c] = 0.0
+            if self.sel_card >= 0:                  # the card being played is not unseen either
+                view[unseen + self.sel_card] = 0.0
+            lc = self.last_capturer
+            view[OBS_LAST_CAPTURER + (2 if lc is None else (0 if lc == seat else 1))] = 1.0
+            self._write_round(view, seat)
+            views.append(view)
+        self._write_scores(views, 0)
+        self._write_scores(views, 1)
+        self._write_hand(views)
+        self._views = views
+        self._views_version = self._version
+        return views
+
+    def _write_scores(self, views: list, seat: int) -> None:
+        """``seat``'s clubs, surs and round points into both seats' views (its own "mine", the other's "theirs")."""
+        clubs, surs = self.clubs[seat], self.surs[seat]
+        mine, theirs = views[seat], views[1 - seat]
+        mine[OBS_CLUBS] = theirs[OBS_CLUBS + 1] = clubs / 13
+        mine[OBS_CLUBS + 2] = theirs[OBS_CLUBS + 3] = min(surs / 5, 10.0)
+        mine[OBS_CLUBS + 4] = theirs[OBS_CLUBS + 5] = min(
+            (self.points[seat] + (HAFT_KHAJ_POINTS if clubs >= HAFT_KHAJ else 0) + surs * self.settings.sur_value) / 20,
+            10.0)
+
+    def _write_round(self, view, seat: int) -> None:
+        """The match totals, the sur-cap flags and the dealer flag (the round's own numbers) into ``seat``'s view."""
+        target, scores, capped = self.settings.target_score, self.scores, self.sur_capped
+        _PACK_ROUND.pack_into(view, 4 * OBS_TOTALS, min(scores[seat] / target, 10.0),
+                              min(scores[1 - seat] / target, 10.0), capped[seat], capped[1 - seat], self.dealer == seat)
+
+    def _write_hand(self, views: list) -> None:
+        """The hand number (one-hot), the final-deal flag, the stock and the opponent's hand size, into both seats'
+        views."""
         hn = self.hand_number
-        lc = self.last_capturer
-        target = self.settings.target_score
-        sv = self.settings.sur_value
-        rp = [self.points[i] + (HAFT_KHAJ_POINTS if self.clubs[i] >= HAFT_KHAJ else 0) + self.surs[i] * sv
-              for i in (seat, opp)]
-        obs[OBS_CLUBS:OBS_HAND_NUMBER] = (   # clubs, surs, round points: mine and the opponent's
-            self.clubs[seat] / 13, self.clubs[opp] / 13, min(self.surs[seat] / 5, 10.0),
-            min(self.surs[opp] / 5, 10.0), min(rp[0] / 20, 10.0), min(rp[1] / 20, 10.0))
-        ones.append(OBS_HAND_NUMBER + hn - 1)
-        if hn == HANDS_PER_ROUND:
-            ones.append(OBS_FINAL)
-        ones.append(OBS_LAST_CAPTURER + (2 if lc is None else (0 if lc == seat else 1)))
-        obs[OBS_STOCK:OBS_STOCK + 2] = (len(self.stock) / STOCK_SIZE, len(self.hands[opp]) / HAND)   # and their hand
-        obs[OBS_TOTALS:OBS_TOTALS + 2] = (min(self.scores[seat] / target, 10.0), min(self.scores[opp] / target, 10.0))
-        if self.sur_capped[seat]:
-            ones.append(OBS_SUR_CAP)
-        if self.sur_capped[opp]:
-            ones.append(OBS_SUR_CAP + 1)
-        if self.dealer == seat:
-            ones.append(OBS_DEALER)
-        if self.phase == PHASE_SELECT:
+        flags = [hn == k for k in range(1, HANDS_PER_ROUND + 1)] + [hn == HANDS_PER_ROUND, len(self.stock) / STOCK_SIZE]
+        for seat in (0, 1):
+            _PACK_HAND.pack_into(views[seat], 4 * OBS_HAND_NUMBER, *flags, len(self.hands[1 - seat]) / HAND)
+
+    def _observation(self, seat: int) -> np.ndarray:
+        # the seat's view, the phase block and (appraised) the appraisal block, joined as float32 bytes that NumPy
+        # then reads in place
+        views = self._views
+        if views is None or self._views_version != self._version:
+            views = self._build_views()
+        if self.phase == PHASE_SELECT:              # the card being played, the picks so far, the sum left
+            phase = bytearray(_PHASE_OVER)
+            numbers = memoryview(phase).cast("f")
             card = self.sel_card
-            ones.append(OBS_PHASE + 1)
-            ones.append(OBS_PLAYED + card)
-            ones += [OBS_PICKED + x for x in self.picked]
+            numbers[1] = 1.0                        # SELECT
+            numbers[OBS_PLAYED - OBS_PHASE + card] = 1.0
+            for x in self.picked:
+                numbers[OBS_PICKED - OBS_PHASE + x] = 1.0
             if RANK[card] < JACK:
-                obs[OBS_REMAINING] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
-        elif self.current_player is not None:
-            ones.append(OBS_PHASE)
-        obs[ones] = 1.0
-        if self.current_player == seat and self.game.appraised:   # what each of my legal actions takes and leaves
-            self._write_action_rows(obs, self.appraisal(), appraisal.FEATURE_SCALE)
-        return obs
+                numbers[OBS_REMAINING - OBS_PHASE] = (10 - RANK[card] - sum(RANK[x] + 1 for x in self.picked)) / 10
+        else:
+            phase = _PHASE_PLAY if self.current_player is not None else _PHASE_OVER
+        if not self.game.appraised:
+            return np.frombuffer(bytearray().join((views[seat], phase)), np.float32)
+        moves = _NO_MOVES
+        if self.current_player == seat:             # what each of my legal actions takes and leaves
+            rows = self.appraisal()
+            if rows:
+                moves = self._action_rows(rows)
+        return np.frombuffer(bytearray().join((views[seat], phase, moves)), np.float32)
+
+    def _action_rows(self, rows: dict) -> bytes:
+        """The appraisal block with ``rows`` written, as State._write_action_rows writes it (each number rounded to
+        float32, divided by the scale in float32, clipped to the observation's bounds): one NumPy division for
+        every row, each row's bytes then copied to its place."""
+        g = self.game
+        values = np.fromiter(chain.from_iterable(rows.values()), np.float32, len(rows) * MOVE_FEATURES)
+        values /= appraisal.FEATURE_SCALE
+        if len(self.pool) > appraisal.UNCLIPPED_POOL:   # (below, no number can reach the bounds)
+            np.minimum(values, g.obs_high, out=values)
+            np.maximum(values, g.obs_low, out=values)
+        values = memoryview(values.tobytes())
+        block = bytearray(_NO_MOVES)
+        at = 0
+        for action in rows:
+            block[_ROW * action:_ROW * action + _ROW] = values[at:at + _ROW]
+            at += _ROW
+        return block
 
     def _appraise(self) -> dict:
         return appraisal.appraise(self)
@@ -700,8 +873,14 @@ class PasurState(State):
             d[k] = list(d[k])
         d["hands"] = [list(h) for h in self.hands]
         d["captured"] = [list(c) for c in self.captured]
+        d.pop("_views", None)                       # a search's copies are not observed: built if read
         st.__dict__ = d
         return st
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()                # pickled without the views (memoryviews): built if read
+        state.pop("_views", None)
+        return state
 
     def _turn_dict(self, t: tuple) -> dict:
         p, card, taken, sur = t
