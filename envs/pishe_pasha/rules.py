@@ -111,6 +111,7 @@ Deal report (``infos`` on the step that ends a deal): ``deal_points`` per seat a
 from __future__ import annotations
 
 import random
+import struct
 
 import numpy as np
 
@@ -141,6 +142,66 @@ OBS_SIZE = OBS_SCORES + 2            # 587
 
 SUIT = [c // 13 for c in range(NUM_CARDS)]
 RANK = [c % 13 for c in range(NUM_CARDS)]
+
+# The observation without a Python loop over the cards (it is read at every step of an env). Every card gets a key
+# byte: its pile's base key (KEY_*) + its depth from the pile's top, so that one row of a table per key gives the
+# card's location one-hots (relative to the observer: one table per seat) and its depth / 52. Listing the piles
+# bottom first (a card per byte) beside the keys of their positions (precomputed runs, one per pile size),
+# bytes.maketrans turns the two into a table card -> key; two NumPy takes then give the card blocks.
+KEY_UNSEEN, KEY_PENDING = 0, 1
+KEY_SUIT = 2                                  # + depth 0..12
+KEY_DISCARD = (15, 68)                        # + depth 0..52: seat 0's and seat 1's discard pile
+KEY_STOCK = (121, 174)                        # + depth 0..52: seat 0's and seat 1's stock in known order (PP-5)
+
+
+def _key_runs(base: int, most: int) -> list[bytes]:
+    """The keys of a pile of n cards (0 <= n <= most) at key ``base``, bottom first: depths n-1 .. 0."""
+    return [bytes(range(base + n - 1, base - 1, -1)) for n in range(most + 1)]
+
+
+_SUIT_PILE_CARDS = [[bytes(range(13 * s, 13 * s + n)) for n in range(14)] for s in range(4)]   # [suit][level]
+_SUIT_PILE_KEYS = _key_runs(KEY_SUIT, 13)
+_DISCARD_KEYS = (_key_runs(KEY_DISCARD[0], NUM_CARDS), _key_runs(KEY_DISCARD[1], NUM_CARDS))
+_STOCK_KEYS = (_key_runs(KEY_STOCK[0], NUM_CARDS), _key_runs(KEY_STOCK[1], NUM_CARDS))
+_UNSEEN_KEYS = [bytes(n) for n in range(NUM_CARDS + 1)]     # KEY_UNSEEN is 0
+_PENDING_KEY = bytes((KEY_PENDING,))
+
+
+def _key_tables() -> tuple[list[np.ndarray], np.ndarray]:
+    """Per seat, key -> the card's 7 location one-hots (relative to the seat); key -> its depth / 52."""
+    depths = np.zeros(256, np.float32)
+    locations = [np.zeros((256, 7), np.float32), np.zeros((256, 7), np.float32)]
+    for seat in (0, 1):
+        for base, n, loc in ((KEY_UNSEEN, 1, LOC_UNSEEN), (KEY_PENDING, 1, LOC_PENDING), (KEY_SUIT, 13, LOC_SUIT),
+                             (KEY_DISCARD[seat], 53, LOC_MY_DISCARD), (KEY_DISCARD[1 - seat], 53, LOC_THEIR_DISCARD),
+                             (KEY_STOCK[seat], 53, LOC_MY_STOCK), (KEY_STOCK[1 - seat], 53, LOC_THEIR_STOCK)):
+            locations[seat][base:base + n, loc] = 1.0
+            depths[base:base + n] = np.arange(n, dtype=np.float32) / np.float32(52)
+    return locations, depths
+
+
+_LOCATION_ROWS, _DEPTHS = _key_tables()
+# the blocks after the depths as float32 bytes: a suit pile level / 13, a pile size / 52, the one-hots
+_LEVEL = [(np.float32(n) / np.float32(13)).tobytes() for n in range(14)]
+_SIZE = [(np.float32(n) / np.float32(52)).tobytes() for n in range(NUM_CARDS + 1)]
+_ONE = np.float32(1.0).tobytes()
+_CARD_ONE_HOT = [bytes(4 * i) + _ONE + bytes(4 * (52 - i)) for i in range(53)]   # a card, or 52: none
+_PHASE_ONE_HOT = (_ONE + bytes(4), bytes(4) + _ONE)
+_NO_PHASE = _NO_SCORES = bytes(8)
+_SCORES = struct.Struct("<2f")                # float32, rounded as NumPy rounds a float written into float32
+# dtype objects (np.frombuffer reads them faster than the types); take() is faster with intp indices than with uint8
+_UINT8, _INTP, _FLOAT32 = np.dtype(np.uint8), np.dtype(np.intp), np.dtype(np.float32)
+
+
+def _mask(*actions: int) -> np.ndarray:
+    mask = np.zeros(NUM_ACTIONS, dtype=bool)
+    mask[list(actions)] = True
+    return mask
+
+
+# legal_mask(): the masks of the legal-action lists there are (§4c)
+_NO_MASK, _MASK_TURN, _MASK_TURN_GIVE, _MASK_GIVE = _mask(), _mask(TURN), _mask(TURN, GIVE), _mask(GIVE)
+_MASK_PLACE_KEEP, _MASK_PLACE = _mask(PLACE, KEEP), _mask(PLACE)
 
 SETTINGS = SettingsSpec("pishe_pasha", [
     Choice("match_target", "one_deal", ("one_deal", 50, 100), doc="one deal, or first to 50 / 100 points (PP-8)"),
@@ -265,6 +326,19 @@ class PishePashaState(State):
             return [GIVE] if self.settings.give_compulsory else [TURN, GIVE]
         return [TURN]
 
+    def legal_mask(self) -> np.ndarray:
+        """legal_actions() as a mask: a copy of one of the few masks there are (read every step of an env)."""
+        p = self.current_player
+        if p is None:
+            mask = _NO_MASK
+        elif self.phase == PENDING:
+            mask = _MASK_PLACE if self.settings.give_compulsory else _MASK_PLACE_KEEP
+        elif self._can_give(p):
+            mask = _MASK_GIVE if self.settings.give_compulsory else _MASK_TURN_GIVE
+        else:
+            mask = _MASK_TURN
+        return mask.copy()
+
     def _is_legal(self, action: int) -> bool:
         p = self.current_player
         if self.phase == PENDING:
@@ -294,6 +368,25 @@ class PishePashaState(State):
             card, self.pending, self.phase = self.pending, NO_CARD, MAIN
             self.discards[p].append(card)
             self._end_turn(p)
+
+    def _auto_play(self) -> None:
+        """C-4: a decision with one legal action is played by the engine. Without ``give_compulsory`` the only such
+        decision is a MAIN where GIVE is not legal (TURN alone), played here without building legal-action lists
+        (about three forced turns a decision); the core's general loop otherwise, and with the move log on."""
+        if not self._skip_single_choice:
+            return
+        if self.settings.give_compulsory or self.move_log is not None:
+            super()._auto_play()
+            return
+        adj = self.game.adj
+        while True:
+            p = self.current_player
+            if p is None or self.phase != MAIN:
+                return
+            mine, theirs = self.discards[p], self.discards[1 - p]
+            if mine and theirs and adj[mine[-1]][theirs[-1]]:     # GIVE is legal (_can_give): a decision
+                return
+            self._turn(p)
 
     def _turn(self, p: int) -> None:
         stock = self.stocks[p]
@@ -359,7 +452,9 @@ class PishePashaState(State):
         o = 1 - p
         self.current_player = o
         self.phase = MAIN
-        self._closure(o)
+        pile = self.discards[o]
+        if not pile or self.levels[SUIT[pile[-1]]] == RANK[pile[-1]]:    # else CLOSURE(o) has nothing to do
+            self._closure(o)
 
     # ----- deal end, scoring, match end (§4d) -------------------------------------------------------
     def _deal_end(self, winner: int | None) -> None:
@@ -393,54 +488,40 @@ class PishePashaState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        obs = np.zeros(OBS_SIZE, dtype=np.float32)
         other = 1 - seat
-        ones: list[int] = []
-        depth_idx: list[int] = []
-        depth_val: list[float] = []
-        for s, lv in enumerate(self.levels):
-            base = 13 * s
-            for r in range(lv):
-                c = base + r
-                ones.append(7 * c + LOC_SUIT)
-                if r != lv - 1:
-                    depth_idx.append(OBS_DEPTH + c)
-                    depth_val.append(lv - 1 - r)
-        for who, loc_d, loc_s in ((seat, LOC_MY_DISCARD, LOC_MY_STOCK), (other, LOC_THEIR_DISCARD, LOC_THEIR_STOCK)):
-            pile = self.discards[who]
-            n = len(pile)
-            for i, c in enumerate(pile):
-                ones.append(7 * c + loc_d)
-                depth_idx.append(OBS_DEPTH + c)
-                depth_val.append(n - 1 - i)
-            stock = self.stocks[who]
-            n = len(stock)
-            if self.stock_known[who]:
-                for i, c in enumerate(stock):
-                    ones.append(7 * c + loc_s)
-                    depth_idx.append(OBS_DEPTH + c)
-                    depth_val.append(n - 1 - i)
-            else:
-                ones.extend(7 * c + LOC_UNSEEN for c in stock)
-        if self.pending != NO_CARD:
-            ones.append(7 * self.pending + LOC_PENDING)
-        mine, theirs = self.discards[seat], self.discards[other]
-        ones.append(OBS_TOPS + (mine[-1] if mine else 52))
-        ones.append(OBS_TOPS + 53 + (theirs[-1] if theirs else 52))
-        ones.append(OBS_TOPS + 106 + (self.pending if self.pending != NO_CARD else 52))
-        if self.current_player is not None:
-            ones.append(OBS_PHASE + self.phase)
-        obs[ones] = 1.0
-        if depth_idx:
-            obs[depth_idx] = np.asarray(depth_val, dtype=np.float32) / 52
-        obs[OBS_LEVELS:OBS_LEVELS + 4] = self.levels
-        obs[OBS_LEVELS:OBS_LEVELS + 4] /= 13
-        obs[OBS_SIZES:OBS_SIZES + 4] = (len(self.stocks[seat]), len(mine), len(self.stocks[other]), len(theirs))
-        obs[OBS_SIZES:OBS_SIZES + 4] /= 52
-        target = self.game.target
-        obs[OBS_SCORES] = min(self.scores[seat] / target, 1.0)
-        obs[OBS_SCORES + 1] = min(self.scores[other] / target, 1.0)
-        return obs
+        l0, l1, l2, l3 = self.levels
+        (d0, d1), (s0, s1) = discards, stocks = self.discards, self.stocks
+        known0, known1 = self.stock_known
+        p = self.pending
+        # every card (the discard piles and stocks bottom first, the pending card, the suit piles) and its key, in
+        # the same order; then card -> key
+        if p == NO_CARD:
+            cards, pending_key = bytearray(d0 + d1 + s0 + s1), b""
+        else:
+            cards, pending_key = bytearray(d0 + d1 + s0 + s1 + [p]), _PENDING_KEY
+        cards = b"".join((cards, _SUIT_PILE_CARDS[0][l0], _SUIT_PILE_CARDS[1][l1], _SUIT_PILE_CARDS[2][l2],
+                          _SUIT_PILE_CARDS[3][l3]))
+        keys = b"".join((_DISCARD_KEYS[0][len(d0)], _DISCARD_KEYS[1][len(d1)],
+                         (_STOCK_KEYS[0] if known0 else _UNSEEN_KEYS)[len(s0)],
+                         (_STOCK_KEYS[1] if known1 else _UNSEEN_KEYS)[len(s1)], pending_key,
+                         _SUIT_PILE_KEYS[l0], _SUIT_PILE_KEYS[l1], _SUIT_PILE_KEYS[l2], _SUIT_PILE_KEYS[l3]))
+        card_keys = np.frombuffer(bytes.maketrans(cards, keys), _UINT8, NUM_CARDS).astype(_INTP)
+        mine, theirs = discards[seat], discards[other]
+        scores = self.scores
+        if scores[0] or scores[1]:                   # (both 0 until a deal is scored: most observations)
+            target = self.game.target
+            score_bytes = _SCORES.pack(min(scores[seat] / target, 1.0), min(scores[other] / target, 1.0))
+        else:
+            score_bytes = _NO_SCORES
+        # the blocks in order (§4i) as float32 bytes, joined into a bytearray that the returned array uses (so it is
+        # writable without another copy)
+        return np.frombuffer(bytearray().join((
+            _LOCATION_ROWS[seat].take(card_keys, 0), _DEPTHS.take(card_keys),
+            _LEVEL[l0], _LEVEL[l1], _LEVEL[l2], _LEVEL[l3],
+            _SIZE[len(stocks[seat])], _SIZE[len(mine)], _SIZE[len(stocks[other])], _SIZE[len(theirs)],
+            _CARD_ONE_HOT[mine[-1] if mine else 52], _CARD_ONE_HOT[theirs[-1] if theirs else 52],
+            _CARD_ONE_HOT[p if p != NO_CARD else 52],
+            _NO_PHASE if self.current_player is None else _PHASE_ONE_HOT[self.phase], score_bytes)), _FLOAT32)
 
     _SUIT_WORDS = ("clubs", "diamonds", "hearts", "spades")
 

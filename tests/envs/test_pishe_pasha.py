@@ -418,6 +418,12 @@ def test_observation_layout():
     assert list(obs[OBS_PHASE:OBS_PHASE + 2]) == [0, 1]
     other = st.observation(N)
     assert other[7 * parse_card("8H") + LOC_PENDING] == 1 and other[7 * parse_card("7S") + LOC_MY_DISCARD] == 1
+    # every call returns arrays of its own, writable: the observation (assembled in a buffer of its own) and the mask
+    # (a copy of a shared one)
+    obs, mask = st.observation(D), st.legal_mask()
+    obs[:] = 2.0
+    mask[:] = False
+    assert st.observation(D).max() == 1 and list(st.legal_mask()) == [False, False, True, True]
     # suit piles, and the match score block
     st = game(skip_single_choice=False).new_state(0, make_deck(cards("2C"), cards("AC 9S")))
     for _ in range(3):
