@@ -187,8 +187,13 @@ class Game:
         self.plain_observation_size = self.observation_size - cut
         if not self.appraised:
             self.observation_size = self.plain_observation_size
-            self.observation_blocks = [b for b in self.observation_blocks if not b.appraisal]
+            self.observation_blocks = self._plain_blocks()
             self.action_feature_size = 0
+
+    @classmethod
+    def _plain_blocks(cls) -> list:
+        """The observation blocks of the plain observation: the appraised one's less its appraisal blocks."""
+        return [b for b in cls.observation_blocks if not b.appraisal]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -199,7 +204,7 @@ class Game:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if not self.appraised:
-            self.observation_blocks = [b for b in type(self).observation_blocks if not b.appraisal]
+            self.observation_blocks = self._plain_blocks()
 
     def space_changes(self, settings: dict) -> list[str]:
         """The names of :attr:`space_settings` on which ``settings`` (a mapping, e.g. a bot's or another run's)
@@ -550,9 +555,16 @@ class State:
     def is_terminal(self) -> bool:
         return self.terminal or self.truncated
 
+    def _legal_view(self) -> list[int]:
+        """The legal actions without a copy, for the engine's own reads (the mask, forced moves): a game whose
+        ``legal_actions()`` copies a list it keeps (a hand) returns that list here. Read it, never change it."""
+        return self.legal_actions()
+
     def legal_mask(self) -> np.ndarray:
         mask = np.zeros(self.game.num_actions, dtype=bool)
-        legal = self.legal_actions()
+        if self.current_player is None:
+            return mask
+        legal = self._legal_view()
         if len(legal) < 16:              # a few items one by one: cheaper than numpy's list indexing
             for a in legal:
                 mask[a] = True
@@ -603,7 +615,7 @@ class State:
         if not self._skip_single_choice:
             return
         while self.current_player is not None:
-            legal = self.legal_actions()
+            legal = self._legal_view()
             if len(legal) != 1:
                 return
             if self.move_log is not None:

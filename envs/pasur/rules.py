@@ -407,26 +407,8 @@ class PasurState(State):
             return self.hands[self.current_player][:]
         return self.sel_legal[:]
 
-    def legal_mask(self) -> np.ndarray:
-        # the engine's, reading the legal actions in place (no list copy)
-        mask = np.zeros(NUM_ACTIONS, dtype=bool)
-        if self.current_player is not None:
-            for a in self.hands[self.current_player] if self.phase == PHASE_PLAY else self.sel_legal:
-                mask[a] = True
-        return mask
-
-    def _auto_play(self) -> None:
-        # the engine's (C-4), reading the legal actions in place (no list copy per move)
-        if not self._skip_single_choice:
-            return
-        while self.current_player is not None:
-            legal = self.hands[self.current_player] if self.phase == PHASE_PLAY else self.sel_legal
-            if len(legal) != 1:
-                return
-            action = legal[0]
-            if self.move_log is not None:
-                self._log_move(self.current_player, action, True)
-            self._apply(action)
+    def _legal_view(self) -> list[int]:
+        return self.hands[self.current_player] if self.phase == PHASE_PLAY else self.sel_legal
 
     def _is_legal(self, action: int) -> bool:
         if self.phase == PHASE_PLAY:

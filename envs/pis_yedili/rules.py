@@ -439,30 +439,11 @@ class PisYediliState(State):
             leg = self._legal = self._compute_legal()
         return action in leg
 
-    def legal_mask(self) -> np.ndarray:
-        """``State.legal_mask`` from the cached legal actions (made at every step of an environment: no copy)."""
+    def _legal_view(self) -> list[int]:
         leg = self._legal
         if leg is None:
             leg = self._legal = self._compute_legal()
-        mask = np.zeros(NUM_ACTIONS, dtype=bool)
-        for a in leg:
-            mask[a] = True
-        return mask
-
-    def _auto_play(self) -> None:
-        """``State._auto_play`` (C-4: a single legal action is played by the engine) from the cached legal actions:
-        it runs after every action, and the legal actions it computes are the next decision's."""
-        if not self._skip_single_choice:
-            return
-        while self.current_player is not None:
-            leg = self._legal
-            if leg is None:
-                leg = self._legal = self._compute_legal()
-            if len(leg) != 1:
-                return
-            if self.move_log is not None:
-                self._log_move(self.current_player, leg[0], True)
-            self._apply(leg[0])
+        return leg
 
     def _compute_legal(self) -> list[int]:
         p = self.current_player

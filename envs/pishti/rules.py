@@ -299,26 +299,8 @@ class PishtiState(State):
     def _is_legal(self, action: int) -> bool:
         return action in self.hands[self.current_player]
 
-    def legal_mask(self) -> np.ndarray:
-        """State.legal_mask's, read from the hand without copying it into the legal actions."""
-        mask = np.zeros(NUM_CARDS, dtype=bool)
-        if self.current_player is not None:
-            for card in self.hands[self.current_player]:
-                mask[card] = True
-        return mask
-
-    def _auto_play(self) -> None:
-        """C-4 as State._auto_play plays it: any card in hand may be played, so the only forced play is a last
-        card (read from the hand, without building the legal actions)."""
-        if not self._skip_single_choice:
-            return
-        while self.current_player is not None:
-            hand = self.hands[self.current_player]
-            if len(hand) != 1:
-                return
-            if self.move_log is not None:
-                self._log_move(self.current_player, hand[0], True)
-            self._apply(hand[0])
+    def _legal_view(self) -> list[int]:
+        return self.hands[self.current_player]      # any card in hand may be played
 
     def _pisti_value(self, card: int, lone: int | None) -> int:
         """Points of a pişti made by ``card`` taking ``lone`` (None: a jack onto an empty pile), §1d."""
