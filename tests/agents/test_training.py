@@ -234,6 +234,32 @@ def test_resume_continues_the_step_count(tmp_path):
     assert r.returncode == 2 and "already holds a run" in r.stderr
 
 
+@pytest.mark.parametrize("game", ["pasur", "pishti", "pis_yedili"])
+def test_a_bot_trains_and_plays_on_the_plain_observation(game, tmp_path):
+    # the shipped configs train on the appraised observation (the smoke runs above); a config that asks for the
+    # plain one makes a bot that records it, plays at a plain table and is refused at an appraised one
+    from kahve.agents.policies.bot import Bot, BotFileError
+    out = tmp_path / "run"
+    r = _train([f"{game}/ppo", "--no-progress", "--override", *TINY, "settings.observation=plain", f"output={out}"],
+               tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = subprocess.run([sys.executable, "-m", "kahve.scripts.cli", "export", str(out), "-o", str(tmp_path / "b.onnx")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S)
+    assert r.returncode == 0, r.stderr[-3000:]
+    settings = config_mod.load(out / "config.yaml")["settings"]
+    plain = envs.game_class(game)(**settings)
+    appraised = envs.game_class(game)(**{**settings, "observation": "appraised"})
+    assert plain.observation_size < appraised.observation_size
+    bot = Bot.load(tmp_path / "b.onnx", game=plain)
+    assert bot.metadata["settings"]["observation"] == "plain" and bot.metadata["observation_size"] == plain.observation_size
+    state = plain.new_state(3)
+    while state.current_player is not None:
+        seat = state.current_player
+        state.apply(bot.act(state.observation(seat), state.legal_mask(), state))
+    with pytest.raises(BotFileError, match="expects observations of"):
+        Bot.load(tmp_path / "b.onnx", game=appraised)
+
+
 def test_ish_ppo_learns_the_minimum_stake():
     # docs/rules.md §5e: with the pot payout, the minimum stake is strictly dominant
     from kahve.agents.training.backends import train
