@@ -20,12 +20,16 @@ def test_bench_reports_every_figure_as_json(tmp_path, capsys):
             assert row[key]["per_s"] > 0 and row[key]["min"] <= row[key]["per_s"] <= row[key]["max"]
         assert row["aec_vs_ceiling"] > 0
     assert data["games"]["pishti"]["engine_vs_pishti"] == 1.0
+    # each game is also held to a do-nothing env of its own shape: Ish deals 4 seats 2 decisions each
+    ish = data["games"]["ish"]
+    assert ish["shape"]["players"] == 4 and ish["shape"]["decisions_per_episode"] == 8
+    assert ish["aec_vs_shape_ceiling"] == ish["aec"]["per_s"] / ish["shape"]["ceiling_per_s"]
     # an appraised game's AEC loop is also measured with the plain observation; a game without an appraisal's not
     assert data["games"]["pishti"]["aec_plain"]["per_s"] > 0 and data["games"]["pishti"]["aec_plain_vs_ceiling"] > 0
     assert "aec_plain" not in data["games"]["ish"]
     assert "do-nothing AEC env (same wrapper and loop)" in data["references"]
     out = capsys.readouterr().out
-    assert "per-move engine speed relative to Pişti" in out and "ceiling (plain observation)" in out
+    assert "per-move engine speed relative to Pişti" in out and "(plain observation)" in out and "of its shape's" in out
 
 
 def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
@@ -38,3 +42,16 @@ def test_ppo_measure_times_whole_cycles_of_a_shipped_config():
     r = bench.ppo_measure("ish", 1, tiny + ["async_rollouts=true"])
     assert r["per_s"] > 0 and 0 <= r["env_share"] < 1 and 0 < r["collector_busy"] and r["config"]["async_rollouts"]
 
+
+
+def test_the_do_nothing_env_of_any_shape_is_a_pettingzoo_env():
+    from pettingzoo.test import api_test
+    api_test(bench.NullEnv(episode_length=5, players=3), num_cycles=20)
+    env = bench.NullEnv(episode_length=5, players=3)
+    env.reset()
+    seen = []
+    for agent in env.agent_iter():
+        seen.append(agent)
+        env.step(None if env.terminations[agent] else 0)
+    # five decisions in turn, then each seat's dead step
+    assert seen == ["player_0", "player_1", "player_2", "player_0", "player_1"] + ["player_2", "player_0", "player_1"]

@@ -6,9 +6,10 @@ observation, ``observation="plain"``), (c) the single-agent training view (``Lea
 and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
 envs (``--ppo``), in one run for each game: the shipped config, the same collected in the learner's process, and
 in worker processes (:data:`PPO_RUNS`). References in the same run: a do-nothing AEC env through the same wrapper
-and loop (the ceiling of any AEC loop here), and, with the ``bench``
-extra installed, PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights``
-(with and without observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
+and loop (the ceiling of any AEC loop here; also in each game's shape, its seats and decisions an episode, since
+a short episode pays a reset and a dead step per seat more often), and, with the ``bench`` extra installed,
+PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights`` (with and without
+observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
 (for PPO: of one rollout and update each), with its spread.
 """
 
@@ -28,13 +29,16 @@ from kahve import envs
 
 
 class NullEnv(AECEnv):
-    """Two agents, 52 actions, a 227-float observation, and nothing else: the AEC loop's ceiling."""
+    """``players`` agents (two by default) that take turns, 52 actions, a 227-float observation, and nothing else:
+    the AEC loop's ceiling. Every ``episode_length`` decisions the episode ends, and each agent then takes its
+    dead step, as in a game."""
 
     metadata = {"render_modes": [], "name": "null_v0", "is_parallelizable": False}
 
-    def __init__(self, episode_length: int = 48):
+    def __init__(self, episode_length: int = 48, players: int = 2):
         super().__init__()
-        self.possible_agents = ["player_0", "player_1"]
+        self.possible_agents = [f"player_{i}" for i in range(players)]
+        self._next = {a: self.possible_agents[(i + 1) % players] for i, a in enumerate(self.possible_agents)}
         self._obs_space = spaces.Dict({"observation": spaces.Box(0, 1, (227,), np.float32),
                                        "action_mask": spaces.Box(0, 1, (52,), np.int8)})
         self._act_space = spaces.Discrete(52)
@@ -69,7 +73,7 @@ class NullEnv(AECEnv):
         self.t += 1
         if self.t >= self.episode_length:
             self.terminations = {a: True for a in self.agents}
-        self.agent_selection = "player_1" if self.agent_selection == "player_0" else "player_0"
+        self.agent_selection = self._next[self.agent_selection]
         self._accumulate_rewards()
 
 
@@ -325,6 +329,7 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
         print(f"  {name:<48} {_fmt(r)}")
     ceiling = results["references"]["do-nothing AEC env (same wrapper and loop)"]["per_s"]
     texas = results["references"].get("pettingzoo texas_holdem (AEC)", {}).get("per_s")
+    shape_ceilings = {(2, NullEnv().episode_length): ceiling}       # (seats, decisions an episode) -> steps/s
     print("\ngames:")
     for name in games:
         settings = settings_of(name)
@@ -336,19 +341,31 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
                "aec": _timed(aec_loop(envs.make(name, **deal)), sec, rep),
                "learner_env": _timed(learner_loop(name, deal), sec, rep)}
         row["aec_vs_ceiling"] = row["aec"]["per_s"] / ceiling
+        # the same do-nothing env in this game's shape: its seats, and its decisions an episode (a short episode
+        # pays a reset and a dead step per seat more often, in the wrapper and loop alone)
+        shape = (bare.num_players, max(1, round(row["aec"]["per_s"] / row["aec"]["episodes_per_s"])))
+        if shape not in shape_ceilings:
+            shape_ceilings[shape] = _timed(aec_loop(wrappers.OrderEnforcingWrapper(NullEnv(shape[1], shape[0]))),
+                                           sec, rep)["per_s"]
+        row["shape"] = {"players": shape[0], "decisions_per_episode": shape[1], "ceiling_per_s": shape_ceilings[shape]}
+        row["aec_vs_shape_ceiling"] = row["aec"]["per_s"] / shape_ceilings[shape]
         if texas:
             row["aec_vs_texas_holdem"] = row["aec"]["per_s"] / texas
         plain = _plain_variant(name, deal)
         if plain is not None:                 # the same loop with the plain observation (no appraisal)
             row["aec_plain"] = _timed(aec_loop(envs.make(name, **plain)), sec, rep)
             row["aec_plain_vs_ceiling"] = row["aec_plain"]["per_s"] / ceiling
+            row["aec_plain_vs_shape_ceiling"] = row["aec_plain"]["per_s"] / shape_ceilings[shape]
         print(f"  {name}: engine {_fmt(row['engine'])} moves, {row['engine']['episodes_per_s']:,.0f} deals/s")
         kind = f" ({envs.game_class(name)(**deal).settings.observation} observation)" if plain is not None else ""
         print(f"  {'':<{len(name)}}  AEC    {_fmt(row['aec'])} steps = {row['aec_vs_ceiling']:.2f}x ceiling"
+              f" ({row['aec_vs_shape_ceiling']:.2f}x of its shape's)"
               + (f", {row['aec_vs_texas_holdem']:.2f}x texas_holdem" if texas else "") + kind)
         if plain is not None:
             print(f"  {'':<{len(name)}}  AEC    {_fmt(row['aec_plain'])} steps = {row['aec_plain_vs_ceiling']:.2f}x "
-                  "ceiling (plain observation)")
+                  f"ceiling ({row['aec_plain_vs_shape_ceiling']:.2f}x of its shape's) (plain observation)")
+        print(f"  {'':<{len(name)}}         its shape: {shape[0]} seats, {shape[1]} decisions an episode; the "
+              f"do-nothing env of that shape {shape_ceilings[shape]:,.0f} steps/s")
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
         if ppo:
             for key, (what, overrides) in PPO_RUNS.items():
