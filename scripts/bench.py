@@ -22,6 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--ppo", action="store_true",
                         help="also measure MaskablePPO training as configs/<game>/ppo.yaml runs it (slower)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also measure the shared layout (vec_env: shared) with one worker process and with one "
+                             "per core: how the games' stepping scales with cores")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer libraries")
 
 
@@ -36,7 +39,8 @@ def run(args) -> int:
     if args.json:
         check_output(args.json, "--json")
     results = run_benchmarks(args.games or list(envs.GAMES), lambda game: parse_settings(game, args.settings),
-                             args.seconds, args.repeats, ppo=args.ppo, peers=not args.no_peers)
+                             args.seconds, args.repeats, ppo=args.ppo, peers=not args.no_peers,
+                             scaling=args.scaling)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

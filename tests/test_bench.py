@@ -55,3 +55,13 @@ def test_the_do_nothing_env_of_any_shape_is_a_pettingzoo_env():
         env.step(None if env.terminations[agent] else 0)
     # five decisions in turn, then each seat's dead step
     assert seen == ["player_0", "player_1", "player_2", "player_0", "player_1"] + ["player_2", "player_0", "player_1"]
+
+
+def test_bench_measures_the_shared_layout_with_one_worker_and_one_per_core(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "pishe_pasha", "--seconds", "0.05", "--repeats", "1", "--no-peers", "--scaling",
+                 "--json", str(out)]) == 0
+    r = json.loads(out.read_text())["games"]["pishe_pasha"]["shared_scaling"]
+    one, every = r["workers"]["1"], r["workers"][str(r["cores"])]
+    assert r["cores"] >= 1 and one["per_s"] > 0 and every["per_s"] > 0
+    assert r["ratio"] == every["per_s"] / one["per_s"]

@@ -5,7 +5,8 @@ For each game: (a) the engine alone (random moves/s, deals/s), (b) the PettingZo
 observation, ``observation="plain"``), (c) the single-agent training view (``LearnerEnv``: observation
 and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
 envs (``--ppo``), in one run for each game: the shipped config, the same collected in the learner's process, and
-in worker processes (:data:`PPO_RUNS`). References in the same run: a do-nothing AEC env through the same wrapper
+in worker processes (:data:`PPO_RUNS`), (e) the ``shared`` layout's stepping in one worker process and in one per
+core (``--scaling``: how it scales with cores). References in the same run: a do-nothing AEC env through the same wrapper
 and loop (the ceiling of any AEC loop here; also in each game's shape, its seats and decisions an episode, since
 a short episode pays a reset and a dead step per seat more often), and, with the ``bench`` extra installed,
 PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights`` (with and without
@@ -145,6 +146,34 @@ def learner_loop(game: str, settings: dict, seed: int = 0):
             episodes += 1
         return steps, episodes
     return run
+
+
+def shared_scaling(game: str, settings: dict, seconds: float, repeats: int, n_envs: int = 64) -> dict:
+    """(e) how the ``shared`` layout (``vec_env: shared``) scales with cores: steps/s of ``n_envs`` games against
+    random opponents, stepped with random legal moves, in one worker process and in one per core; ``ratio`` is
+    the second over the first (at most the number of cores)."""
+    from kahve.agents.training.sb3.vec_env import SharedMemoryVecEnv, default_workers
+    from kahve.agents.training.view.opponents import OpponentPool
+    cores = default_workers()
+    rates = {}
+    for workers in sorted({1, cores}):
+        venv = SharedMemoryVecEnv(game, settings, OpponentPool([("random", 1.0)]), list(range(n_envs)), workers)
+        try:
+            venv.reset()
+            rng = np.random.default_rng(0)
+
+            def run(deadline):
+                steps = 0
+                while time.perf_counter() < deadline:
+                    masks = venv.action_masks()
+                    venv.step((rng.random(masks.shape) * masks).argmax(1))   # a random legal move in each game
+                    steps += n_envs
+                return steps, 0
+            rates[workers] = _timed(run, seconds, repeats)
+        finally:
+            venv.close()
+    return {"cores": cores, "n_envs": n_envs, "workers": {str(w): r for w, r in rates.items()},
+            "ratio": rates[cores]["per_s"] / rates[1]["per_s"]}
 
 
 def synchronous(overrides_of):
@@ -308,7 +337,7 @@ def _plain_variant(name: str, settings: dict) -> dict | None:
 
 
 def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, ppo: bool = False,
-                   peers: bool = True, print=print) -> dict:
+                   peers: bool = True, scaling: bool = False, print=print) -> dict:
     """Every figure of ``kahve bench`` for ``games`` (``settings_of(game)`` gives each game's settings), printed
     as it is measured; returns the results as one JSON-able dict."""
     sec, rep = seconds, repeats
@@ -367,6 +396,11 @@ def run_benchmarks(games: list[str], settings_of, seconds: float, repeats: int, 
         print(f"  {'':<{len(name)}}         its shape: {shape[0]} seats, {shape[1]} decisions an episode; the "
               f"do-nothing env of that shape {shape_ceilings[shape]:,.0f} steps/s")
         print(f"  {'':<{len(name)}}  single-agent view {_fmt(row['learner_env'])} learner steps")
+        if scaling:
+            row["shared_scaling"] = r = shared_scaling(name, deal, sec, rep)
+            one, all_ = r["workers"]["1"], r["workers"][str(r["cores"])]
+            print(f"  {'':<{len(name)}}  shared layout, {r['n_envs']} games: 1 worker {_fmt(one)}, {r['cores']} "
+                  f"workers {_fmt(all_)} steps = {r['ratio']:.2f}x")
         if ppo:
             for key, (what, overrides) in PPO_RUNS.items():
                 row[key] = r = ppo_measure(name, rep, overrides(name))
