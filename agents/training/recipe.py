@@ -63,6 +63,8 @@ FROM = "from"
 
 #: the ``bot`` section: what the recipe writes once its last stage is done
 BOT_SCHEMA = {
+    "name": config_mod.Field(str, "", doc="the bot file's name, without .onnx (default: the recipe's, e.g. ppo_2p for "
+                                          "ppo_2p.yaml); letters, digits and _"),
     "report": config_mod.Field(list, ["random", "heuristic"],
                                doc="opponents of the bot's report (full matches, mirrored deals); []: no report"),
     "games": config_mod.Field(int, 200, 2, 10**6, doc="matches against each report opponent"),
@@ -125,7 +127,7 @@ class Recipe:
 
     @property
     def bot_file(self) -> Path:
-        return self.root / f"{self.name}.onnx"
+        return self.root / f"{self.bot['name'] or self.name}.onnx"
 
     def folder(self, stage: Stage) -> RunDir:
         return RunDir(self.root / "stages" / stage.label)
@@ -200,6 +202,10 @@ def _bot_section(raw) -> dict:
     for k, spec in enumerate(bot["report"]):
         if not isinstance(spec, str):
             raise ValueError(f"config key 'bot.report[{k}]': expected a policy spec, got {short(spec)}")
+    name = bot["name"]
+    if name and (set(name) - NAME_CHARS or len(name) > NAME_MAX):
+        raise ValueError(f"config key 'bot.name': {short(name)} is not a bot name (lowercase letters, digits and _, "
+                         f"at most {NAME_MAX} characters)")
     if bot["levels"] and not bot["report"]:
         raise ValueError("config key 'bot.levels': the levels are a section of the report; give bot.report too")
     return bot
@@ -496,7 +502,9 @@ class RecipeRun:
         run = recipe.folder(last)
         records = [state["stages"][s.label] for s in recipe.stages]
         steps = sum(r["steps"] for r in records)
-        if (state.get("bot") or {}).get("steps") != steps:      # not written yet, or a stage has trained on since
+        written = state.get("bot") or {}
+        # not written yet, or a stage has trained on since, or the bot was renamed (bot.name)
+        if written.get("steps") != steps or written.get("file") != recipe.bot_file.name or not recipe.bot_file.exists():
             recipe_meta = {"command": recipe.command, "stages": records, "machine": machine()}
             # the steps of learning (a distill or expert stage counts labels, another unit: the record keeps them)
             learned = sum(r["steps"] for s, r in zip(recipe.stages, records) if not KINDS[s.kind]) or steps

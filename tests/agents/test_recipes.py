@@ -90,6 +90,23 @@ def test_a_resume_never_redoes_a_finished_stage_and_rewrites_the_bot_when_a_stag
     assert saved["overrides"] == [f"output={out}", "stages.more.total_timesteps=384"]
 
 
+def test_bot_name_names_the_bot_file_also_when_given_on_resume(tmp_path, capsys):
+    out = tmp_path / "run"
+    raw = {**TINY, "bot": {**TINY["bot"], "name": "mine"}}
+    assert kahve(["train", str(_write(tmp_path, raw)), "--no-progress", "--override", f"output={out}"]) == 0
+    assert (out / "mine.onnx").is_file() and (out / "mine.md").is_file() and not (out / "tiny.onnx").exists()
+    assert "# mine.onnx" in (out / "mine.md").read_text()
+    capsys.readouterr()
+    # renamed on resume: no stage trains again, the bot and its report are written under the new name
+    rc, stdout, err = _cli(capsys, "train", "--resume", str(out), "--no-progress", "--override", "bot.name=theirs")
+    assert rc == 0, err
+    assert "training ppo" not in stdout and (out / "theirs.onnx").is_file() and (out / "theirs.md").is_file()
+    assert Bot.load(out / "theirs.onnx").metadata["training_steps"] == 512
+    for bad in ("My-Bot", "a" * 101):
+        with pytest.raises(ValueError, match="config key 'bot.name'"):
+            recipe_mod.load_recipe(_write(tmp_path, {**TINY, "bot": {"name": bad}}, "bad.yaml"))
+
+
 def test_ctrl_c_in_a_later_stage_then_resume_goes_on_from_its_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
     raw = {**TINY, "stages": [TINY["stages"][0], {**TINY["stages"][1], "total_timesteps": 10_000_000}]}
@@ -170,5 +187,5 @@ def test_shipped_recipes_are_valid_and_name_their_bot(path):
     assert recipe.command == f"kahve train configs/{path.parent.name}/{path.name}"
     assert recipe.stages[0].cfg["game"] == path.parent.name and recipe.bot["report"]
     if f"{path.parent.name}/{path.stem}" not in NOT_YET_SHIPPED:
-        assert (ROOT / "checkpoints" / path.parent.name / f"{path.stem}.onnx").is_file()   # the bot it makes ships
-    assert recipe.bot_file.name == f"{path.stem}.onnx"
+        assert (ROOT / "checkpoints" / path.parent.name / recipe.bot_file.name).is_file()   # the bot it makes ships
+    assert recipe.bot_file.name == f"{recipe.bot['name'] or path.stem}.onnx"
