@@ -19,9 +19,6 @@ from tests.helpers import popen_train
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(p for p in (ROOT / "configs").glob("*/*.yaml") if "stages" in yaml.safe_load(p.read_text()))
-#: recipes whose bot is not shipped under the recipe's name yet: pasur/ppo_last_hand makes the shipped pasur/ppo,
-#: whose rebuild by the recipe (and renaming) is pending
-NOT_YET_SHIPPED = {"pasur/ppo_last_hand"}
 
 #: two tiny stages: cloning then PPO against random, then PPO against the heuristic from the first one's network
 TINY = {
@@ -186,6 +183,5 @@ def test_shipped_recipes_are_valid_and_name_their_bot(path):
     recipe = recipe_mod.load_recipe(path)
     assert recipe.command == f"kahve train configs/{path.parent.name}/{path.name}"
     assert recipe.stages[0].cfg["game"] == path.parent.name and recipe.bot["report"]
-    if f"{path.parent.name}/{path.stem}" not in NOT_YET_SHIPPED:
-        assert (ROOT / "checkpoints" / path.parent.name / recipe.bot_file.name).is_file()   # the bot it makes ships
+    assert (ROOT / "checkpoints" / path.parent.name / recipe.bot_file.name).is_file()   # the bot it makes ships
     assert recipe.bot_file.name == f"{recipe.bot['name'] or path.stem}.onnx"
