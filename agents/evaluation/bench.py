@@ -6,9 +6,9 @@ observation, ``observation="plain"``), (c) the single-agent training view (``Lea
 and mask per step, random opponents), (d) MaskablePPO training steps/s and the share of wall time spent in the
 envs (``--ppo``), in one run for each game: the shipped config, the same collected in the learner's process, and
 in worker processes (:data:`PPO_RUNS`), (e) the ``shared`` layout's stepping in one worker process and in one per
-core (``--scaling``: how it scales with cores). References in the same run: a do-nothing AEC env through the same wrapper
-and loop (the ceiling of any AEC loop here; also in each game's shape, its seats and decisions an episode, since
-a short episode pays a reset and a dead step per seat more often), and, with the ``bench`` extra installed,
+core (``--scaling``: how it scales with cores). References in the same run: a do-nothing AEC env through the same
+wrapper and loop (the ceiling of any AEC loop here; also in each game's shape, its seats and decisions an episode,
+since a short episode pays a reset and a dead step per seat more often), and, with the ``bench`` extra installed,
 PettingZoo's ``texas_holdem`` and ``leduc_holdem`` AEC loops and OpenSpiel's ``crazy_eights`` (with and without
 observation tensors). Every figure is the median of ``--repeats`` runs of ``--seconds`` each
 (for PPO: of one rollout and update each), with its spread.

@@ -251,7 +251,8 @@ def test_a_bot_trains_and_plays_on_the_plain_observation(game, tmp_path):
     appraised = envs.game_class(game)(**{**settings, "observation": "appraised"})
     assert plain.observation_size < appraised.observation_size
     bot = Bot.load(tmp_path / "b.onnx", game=plain)
-    assert bot.metadata["settings"]["observation"] == "plain" and bot.metadata["observation_size"] == plain.observation_size
+    assert bot.metadata["settings"]["observation"] == "plain"
+    assert bot.metadata["observation_size"] == plain.observation_size
     state = plain.new_state(3)
     while state.current_player is not None:
         seat = state.current_player
