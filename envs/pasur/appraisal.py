@@ -32,7 +32,8 @@ from __future__ import annotations
 from kahve.envs.core.cards import JACK, NUM_CARDS
 from kahve.envs.core.odds import expected_best, p_none
 
-from .tables import CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, PHASE_SELECT, RANK, TAKE
+from .tables import (CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, NOT_RANK, PHASE_SELECT,
+                     QUEENS_KINGS, RANK, RANK_OF, TAKE)
 
 HAND = 4
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth
@@ -60,16 +61,12 @@ assert UNCLIPPED_POOL >= 8
  F_LEFTOVER,     # the round's last play: the pool left, + when it comes to me, - when to the opponent
  ) = range(MOVE_FEATURES)
 
-#: a card id's rank, as a ``bytes.translate`` table (the ranks of a list of cards in one C call)
-_RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)
-_RANK_UNIT = [1 << (8 * r) for r in _RANK_OF]       # a card id -> one in its rank's byte (knowledge)
+_RANK_UNIT = [1 << (8 * r) for r in RANK_OF]        # a card id -> one in its rank's byte (knowledge)
 _RANKS = range(13)
 _QUEEN_KING = (JACK + 1, JACK + 2)
-# for bytes.translate's delete (a pool's cards of a kind in one C call, in pool order): J, Q and K; Q and K; every
-# card of another rank
+# for bytes.translate's delete (a pool's cards of a kind in one C call, in pool order): J, Q and K (with
+# tables.QUEENS_KINGS and tables.NOT_RANK)
 _NOT_NUMERIC = bytes(c for c in range(NUM_CARDS) if RANK[c] >= JACK)
-_QUEENS_KINGS = bytes(c for c in range(NUM_CARDS) if RANK[c] > JACK)
-_NOT_RANK = [bytes(c for c in range(NUM_CARDS) if RANK[c] != r) for r in _RANKS]
 
 
 def _card_classes(card_value: list, classes: dict) -> bytes:
@@ -135,7 +132,7 @@ def knowledge(state, seat: int | None = None) -> dict:
         ranks = ranks.to_bytes(13, "little")
     else:
         seen_cards = hand + pool + captured[0] + captured[1] + ([state.sel_card] if select else [])
-        ranks = [bytes(seen_cards).translate(_RANK_OF).count(r) for r in _RANKS]
+        ranks = [bytes(seen_cards).translate(RANK_OF).count(r) for r in _RANKS]
     unseen = NUM_CARDS - seen
     decided = state.clubs[0] >= 7 or state.clubs[1] >= 7
     my_hand_after = len(state.hands[seat]) - (0 if select else 1)
@@ -197,14 +194,14 @@ def threat(known: dict, pool: list) -> float:
         cands = [(b, p_rank[r]) for r, b in takes if p_rank[r]]
     else:
         cands = []
-    sweep = cards.translate(None, _QUEENS_KINGS)        # what a jack would take: numeric cards and jacks
+    sweep = cards.translate(None, QUEENS_KINGS)        # what a jack would take: numeric cards and jacks
     if sweep and p_rank[JACK]:
         cands.append((sum(map(card_value.__getitem__, sweep)), p_rank[JACK]))
     if len(sweep) < len(pool):
         for r in _QUEEN_KING:                           # Q, K: pair one
             p = p_rank[r]
             if p:
-                same = cards.translate(None, _NOT_RANK[r])
+                same = cards.translate(None, NOT_RANK[r])
                 if same:
                     cands.append((max(map(card_value.__getitem__, same)) + (opp_sur if len(pool) == 1 else 0.0), p))
     return expected_best(cands)

@@ -110,7 +110,7 @@ from ..core.settings import Choice, Flag, Int, Settings, SettingsSpec, common_se
 from . import appraisal
 from .tables import (PLAY, TAKE, NUM_ACTIONS, PHASE_PLAY, PHASE_SELECT, PHASE_NAMES, HAND, HANDS_PER_ROUND,
                      STOCK_SIZE, MOVE_FEATURES, OBS_SIZE, PLAIN_OBS_SIZE, TWO_CLUBS, TEN_DIAMONDS, HAFT_KHAJ,
-                     HAFT_KHAJ_POINTS, CARD_POINTS, IS_CLUB,
+                     HAFT_KHAJ_POINTS, CARD_POINTS, IS_CLUB, NOT_RANK, QUEENS_KINGS, RANK_OF,
                      RANK)  # noqa: F401 (names of the rules, also imported from here)
 
 
@@ -153,11 +153,8 @@ def sum_subsets(values: tuple, target: int) -> tuple:
 #: tuples): a card's options depend on these alone (bounded: cleared when full, a few MB at most)
 _OPTIONS: dict = {}
 _OPTIONS_MAX = 30_000
-# for bytes.translate's delete: the cards of a value above each target (value = rank + 1), of any other rank, Q and K
+# for bytes.translate's delete: the cards of a value above each target (value = rank + 1)
 _VALUE_ABOVE = [bytes(c for c in range(NUM_CARDS) if RANK[c] >= target) for target in range(11)]
-_NOT_RANK = [bytes(c for c in range(NUM_CARDS) if RANK[c] != r) for r in range(13)]
-_QUEENS_KINGS = bytes(c for c in range(NUM_CARDS) if RANK[c] > JACK)
-_RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)          # bytes.translate: card ids -> ranks
 
 SETTINGS = SettingsSpec("pasur", [
     Int("target_score", 62, 20, 200, doc="the match ends after a round in which someone reaches it (§2d)"),
@@ -395,9 +392,9 @@ class PasurState(State):
                                                for o in sum_subsets(tuple([RANK[x] + 1 for x in cs]), target)])
             return list(found)
         if r == JACK:
-            take = bytes(self.pool).translate(None, _QUEENS_KINGS)   # every numeric card and jack
+            take = bytes(self.pool).translate(None, QUEENS_KINGS)   # every numeric card and jack
             return [tuple(sorted(take))] if take else []
-        return [(x,) for x in sorted(bytes(self.pool).translate(None, _NOT_RANK[r]))]
+        return [(x,) for x in sorted(bytes(self.pool).translate(None, NOT_RANK[r]))]
 
     # ----- legal actions and play (§2c, §2h) --------------------------------------------------------
     def legal_actions(self) -> list[int]:
@@ -591,8 +588,8 @@ class PasurState(State):
             "seven_clubs": seven,
             "ten_diamonds": [3 if TEN_DIAMONDS in c else 0 for c in cap],
             "two_clubs": [2 if TWO_CLUBS in c else 0 for c in cap],
-            "aces": [bytes(c).translate(_RANK_OF).count(ACE) for c in cap],
-            "jacks": [bytes(c).translate(_RANK_OF).count(JACK) for c in cap],
+            "aces": [bytes(c).translate(RANK_OF).count(ACE) for c in cap],
+            "jacks": [bytes(c).translate(RANK_OF).count(JACK) for c in cap],
             "surs": list(self.surs),
             "sur_points": sur_points,
             "card_points": card_points,

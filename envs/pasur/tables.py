@@ -32,3 +32,9 @@ CARD_POINTS[TEN_DIAMONDS] = 3
 CARD_POINTS[TWO_CLUBS] = 2
 IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
 RANK = [c % 13 for c in range(NUM_CARDS)]
+
+# for bytes.translate (a list of cards turned or filtered in one C call, not a Python loop): card ids -> ranks; and
+# for its delete, the queens and kings, and every card of a rank other than r (NOT_RANK[r])
+RANK_OF = bytes(RANK) + bytes(256 - NUM_CARDS)
+QUEENS_KINGS = bytes(c for c in range(NUM_CARDS) if RANK[c] > JACK)
+NOT_RANK = [bytes(c for c in range(NUM_CARDS) if RANK[c] != r) for r in range(13)]
