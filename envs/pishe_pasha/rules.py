@@ -378,13 +378,9 @@ class PishePashaState(State):
         if self.settings.give_compulsory or self.move_log is not None:
             super()._auto_play()
             return
-        adj = self.game.adj
         while True:
             p = self.current_player
-            if p is None or self.phase != MAIN:
-                return
-            mine, theirs = self.discards[p], self.discards[1 - p]
-            if mine and theirs and adj[mine[-1]][theirs[-1]]:     # GIVE is legal (_can_give): a decision
+            if p is None or self.phase != MAIN or self._can_give(p):     # GIVE is legal: a decision
                 return
             self._turn(p)
 
