@@ -347,9 +347,10 @@ def _labelled(path: Path, job: dict) -> int:
     return len(_peek(path, "actions"))
 
 
-def label_all(jobs: list[dict], run: RunDir, workers: int, progress: bool, log) -> None:
+def label_all(jobs: list[dict], run: RunDir, workers: int, progress: bool, log, tick=None) -> None:
     """Every job's label file, finished: in this process one after another, or side by side in ``workers``
-    processes."""
+    processes. ``tick`` (the stage clock's ``keep``) is called as the work goes on."""
+    tick = tick or (lambda: None)
     from ..progress import progress_bar
     done = [_labelled(label_path(run, i), job) for i, job in enumerate(jobs)]
     for i, job in enumerate(jobs):
@@ -369,14 +370,14 @@ def label_all(jobs: list[dict], run: RunDir, workers: int, progress: bool, log) 
             log(f"labels {i + 1}/{len(jobs)}: {_describe(job)}"
                 + (f", going on from {done[i]:,}" if 0 < done[i] < job["count"] else ""))
             with progress_bar(f"labels {i + 1}/{len(jobs)}", progress) as update:
-                label_job(job, label_path(run, i), update=update)
+                label_job(job, label_path(run, i), update=lambda *a: (update(*a), tick()))
         return
-    _label_side_by_side(jobs, todo, done, run, workers, progress, log)
+    _label_side_by_side(jobs, todo, done, run, workers, progress, log, tick)
     if any(_labelled(label_path(run, i), jobs[i]) != jobs[i]["count"] for i in todo):
         raise KeyboardInterrupt("a labelling process was stopped")      # (its labels are saved)
 
 
-def _label_side_by_side(jobs, todo, done, run, workers, progress, log) -> None:
+def _label_side_by_side(jobs, todo, done, run, workers, progress, log, tick) -> None:
     import multiprocessing
     from ..progress import progress_bar
     context = multiprocessing.get_context("spawn")
@@ -402,6 +403,7 @@ def _label_side_by_side(jobs, todo, done, run, workers, progress, log) -> None:
                             raise RuntimeError(f"labelling job {i + 1} failed (exit code {proc.exitcode}); its "
                                                "error is above")
                 update(sum(c.value for c in counted.values()), total)
+                tick()
                 time.sleep(0.5)
     except BaseException:
         # the workers save what they labelled on Ctrl-C: the terminal's reaches them with this process; a stop
@@ -572,16 +574,12 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
         write_text_atomic(run.root / "distill.yaml", yaml.safe_dump(section, sort_keys=False))
         jobs = jobs_of(cfg, section)
         session = time.perf_counter()
-        fit_seconds = 0.0
-
-        def labelling_seconds() -> float:
-            return sum(float(_peek(label_path(run, i), "seconds")) for i in range(len(jobs))
-                       if label_path(run, i).exists())
-
+        # the stage's time on the clock: the label files' own times add up the processes that ran side by side
+        clock = run.clock()
         try:
             # the phases of the recipe's progress view (plan.distill_phases); the work's own bars count into them
             with phase("labels", "labelling", progress, own_bar=False):
-                label_all(jobs, run, section["workers"], progress, log)
+                label_all(jobs, run, section["workers"], progress, log, tick=clock.keep)
             parts = [read_labels(label_path(run, i)) for i in range(len(jobs))]
             records = [{"file": label_path(run, i).name, "labels": len(p["actions"]), "late": int(p["late"].sum()),
                         "changed": int(p["dev"].sum()), "seconds": round(float(p["seconds"]), 1)}
@@ -589,25 +587,24 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
             for i, r in enumerate(records):
                 log(f"labels {i + 1}: {r['labels']:,}, {r['late']:,} late, {r['changed']:,} changed by the search "
                     f"({r['seconds']:.0f} s)")
-            t = time.perf_counter()
+            labelling_seconds = clock.seconds()
             with phase("fit", "fitting", progress, own_bar=False):
                 mlp, fitted, held_out = fit(cfg, section, parts, log, progress)
-            fit_seconds = time.perf_counter() - t
         except KeyboardInterrupt:
             labelled = sum(min(_labelled(label_path(run, i), job), job["count"]) for i, job in enumerate(jobs))
-            summary = {"steps": 0, "labels": labelled, "wall_seconds_total": labelling_seconds(),
+            summary = {"steps": 0, "labels": labelled, "wall_seconds_total": clock.seconds(),
                        "pretrain_seconds": 0.0, "interrupted": True}
             run.write_summary(summary)
             log(f"interrupted: {labelled:,} labels kept in {run}; this session "
                 f"{time.perf_counter() - session:.0f} s")
             return summary
-        wall = labelling_seconds() + fit_seconds
+        wall = clock.seconds()
         check_finite(mlp.to_arrays(), "the distilled network", "the fit diverged; try a lower distill.fit.lr")
         mlp.save(run.policy)
         meta = RunDir.bot_metadata({**cfg, "algorithm": "distilled"}, fitted, None, distill=section)
         write_atomic(run.root / BOT_FILE, lambda part: export_onnx(mlp, part, meta))
         summary = {"steps": fitted, "wall_seconds_total": wall, "pretrain_seconds": 0.0, "interrupted": False,
-                   "labelling_seconds": wall - fit_seconds, "fit_seconds": fit_seconds, "labels": records,
+                   "labelling_seconds": labelling_seconds, "fit_seconds": wall - labelling_seconds, "labels": records,
                    "held_out_agreement": held_out}
         run.write_summary(summary)
         log(f"distilled {fitted:,} labels into {run.root / BOT_FILE} ({wall:.0f} s of labelling and fitting)")

@@ -384,9 +384,11 @@ def _worker(cfg: dict, job: TreeJob, policy_path: str, folder: str, stop, counts
     solve_job(cfg, job, main, Path(folder), lambda: stop.is_set() or os.getppid() != parent, done)
 
 
-def solve_trees(cfg: dict, jobs: list[TreeJob], workers: int, run: RunDir, progress: bool, log) -> bool:
+def solve_trees(cfg: dict, jobs: list[TreeJob], workers: int, run: RunDir, progress: bool, log,
+                tick=None) -> bool:
     """Every job's missing rounds, ``workers`` jobs at a time in processes of their own. Returns False if
-    interrupted (Ctrl-C: each job saves what it solved first)."""
+    interrupted (Ctrl-C: each job saves what it solved first). ``tick`` (the stage clock's ``keep``) is called as
+    the work goes on."""
     import multiprocessing as mp
     from ..progress import progress_bar
     folder = trees_folder(run)
@@ -417,6 +419,8 @@ def solve_trees(cfg: dict, jobs: list[TreeJob], workers: int, run: RunDir, progr
                     running[job.index] = (job, proc)
                 time.sleep(0.25)
                 update(sum(counts), total)
+                if tick:
+                    tick()
                 for k, (job, proc) in list(running.items()):
                     if proc.exitcode is None:
                         continue
@@ -686,12 +690,10 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
     from ..progress import phase
     run.create()
     with run.lock():
-        before = run.read_summary() or {}
-        spent = float(before.get("wall_seconds_total", 0.0)) if before.get("interrupted") else 0.0
-        started = time.perf_counter()
+        clock = run.clock()
 
         def summary(**more) -> dict:
-            out = {"steps": 0, "wall_seconds_total": spent + time.perf_counter() - started, "pretrain_seconds": 0.0,
+            out = {"steps": 0, "wall_seconds_total": clock.seconds(), "pretrain_seconds": 0.0,
                    "interrupted": False, **more}
             run.write_summary(out)
             return out
@@ -703,7 +705,7 @@ def run(cfg: dict, section: dict, run: RunDir, progress: bool = True, log=print)
             jobs = tree_jobs(cfg, section, main_hash)
             # the phases of the recipe's progress view (plan.expert_phases); the work's own bars count into them
             with phase("trees", "solving last hands", progress, own_bar=False):
-                solved = solve_trees(cfg, jobs, section["workers"], run, progress, log)
+                solved = solve_trees(cfg, jobs, section["workers"], run, progress, log, tick=clock.keep)
             if not solved:
                 log("stopped: the tree jobs saved the rounds they solved")
                 return summary(interrupted=True)

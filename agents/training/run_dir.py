@@ -40,6 +40,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -207,6 +208,10 @@ class RunDir:
     def write_summary(self, summary: dict) -> None:
         write_text_atomic(self.summary, json.dumps(summary, indent=2))
 
+    def clock(self) -> "StageClock":
+        """The wall time of a resumable stage run in this folder, over all its sessions (:class:`StageClock`)."""
+        return StageClock(self)
+
     def write_pretrain_report(self, report: dict) -> None:
         write_text_atomic(self.pretrain_report, json.dumps(report, indent=1))
 
@@ -333,3 +338,31 @@ def network_of(cfg: dict) -> dict:
     """What a checkpoint records of the network it holds (and checks against config.yaml)."""
     net = cfg["network"]
     return {"hidden": list(net["hidden"]), "activation": net["activation"], "action_features": net["action_features"]}
+
+
+class StageClock:
+    """The wall time of a resumable stage over all its sessions: the earlier sessions' (from the summary an
+    interrupted session left) plus this one's. :meth:`keep`, called from a long loop, writes it as an interrupted
+    summary at most once every ``KEEP_EVERY_S`` seconds, so that a session killed without warning (no Ctrl-C, no
+    summary) loses at most that much of the count. Labelling or solving in several processes side by side counts
+    once: this is the time on the clock, not the sum of the processes' times."""
+
+    KEEP_EVERY_S = 60.0
+
+    def __init__(self, run: RunDir):
+        before = run.read_summary() or {}
+        self.run = run
+        self.spent = float(before.get("wall_seconds_total", 0.0)) if before.get("interrupted") else 0.0
+        self.started = self.kept = time.perf_counter()
+
+    def seconds(self) -> float:
+        return self.spent + time.perf_counter() - self.started
+
+    def keep(self, *_progress) -> None:
+        """Record the time so far (as an interrupted summary) if the last record is ``KEEP_EVERY_S`` old; takes
+        and ignores a progress bar's arguments, so that it can be called beside one."""
+        now = time.perf_counter()
+        if now - self.kept >= self.KEEP_EVERY_S:
+            self.kept = now
+            self.run.write_summary({"steps": 0, "wall_seconds_total": self.seconds(), "pretrain_seconds": 0.0,
+                                    "interrupted": True})

@@ -427,6 +427,27 @@ def test_resume_says_it_resumed_and_reports_the_session_apart_from_the_run(ppo_r
     assert config_mod.load(ppo_run / "config.yaml")["total_timesteps"] == 384      # the run's config now says so
 
 
+def test_a_stage_clock_counts_a_session_killed_without_warning(tmp_path):
+    """A labelling or tree-solving stage keeps its time on the clock in an interrupted summary as it goes, so a
+    session that ends with no Ctrl-C (a machine switched off) still counts, and a finished stage's time is not
+    carried into a new run."""
+    from kahve.agents.training.run_dir import RunDir
+    run = RunDir(tmp_path / "stage")
+    run.create()
+    clock = run.clock()
+    clock.keep()                                    # less than KEEP_EVERY_S since the start: nothing written yet
+    assert run.read_summary() is None
+    clock.spent = 100.0                             # as if 100 s had passed in earlier sessions
+    clock.KEEP_EVERY_S = 0.0
+    clock.keep()
+    kept = run.read_summary()
+    assert kept["interrupted"] and 100.0 <= kept["wall_seconds_total"] < 100.0 + HANG_S
+    resumed = run.clock()                           # the next session, after the first was killed
+    assert resumed.seconds() >= kept["wall_seconds_total"]
+    run.write_summary({**kept, "interrupted": False})
+    assert run.clock().seconds() < 100.0            # a finished summary's time is not an earlier session's
+
+
 def test_resume_of_a_finished_run_says_so(ppo_run, capsys):
     rc, out, err = _cli(capsys, "train", "--resume", str(ppo_run), "--no-progress")
     assert rc == 2 and "is finished (256 steps of total_timesteps 256)" in err and "total_timesteps=N" in err
