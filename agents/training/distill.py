@@ -347,10 +347,9 @@ def _labelled(path: Path, job: dict) -> int:
     return len(_peek(path, "actions"))
 
 
-def label_all(jobs: list[dict], run: RunDir, workers: int, progress: bool, log, tick=None) -> None:
+def label_all(jobs: list[dict], run: RunDir, workers: int, progress: bool, log, tick) -> None:
     """Every job's label file, finished: in this process one after another, or side by side in ``workers``
     processes. ``tick`` (the stage clock's ``keep``) is called as the work goes on."""
-    tick = tick or (lambda: None)
     from ..progress import progress_bar
     done = [_labelled(label_path(run, i), job) for i, job in enumerate(jobs)]
     for i, job in enumerate(jobs):

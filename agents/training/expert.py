@@ -385,7 +385,7 @@ def _worker(cfg: dict, job: TreeJob, policy_path: str, folder: str, stop, counts
 
 
 def solve_trees(cfg: dict, jobs: list[TreeJob], workers: int, run: RunDir, progress: bool, log,
-                tick=None) -> bool:
+                tick) -> bool:
     """Every job's missing rounds, ``workers`` jobs at a time in processes of their own. Returns False if
     interrupted (Ctrl-C: each job saves what it solved first). ``tick`` (the stage clock's ``keep``) is called as
     the work goes on."""
@@ -419,8 +419,7 @@ def solve_trees(cfg: dict, jobs: list[TreeJob], workers: int, run: RunDir, progr
                     running[job.index] = (job, proc)
                 time.sleep(0.25)
                 update(sum(counts), total)
-                if tick:
-                    tick()
+                tick()
                 for k, (job, proc) in list(running.items()):
                     if proc.exitcode is None:
                         continue

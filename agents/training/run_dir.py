@@ -358,9 +358,8 @@ class StageClock:
     def seconds(self) -> float:
         return self.spent + time.perf_counter() - self.started
 
-    def keep(self, *_progress) -> None:
-        """Record the time so far (as an interrupted summary) if the last record is ``KEEP_EVERY_S`` old; takes
-        and ignores a progress bar's arguments, so that it can be called beside one."""
+    def keep(self) -> None:
+        """Record the time so far (as an interrupted summary) if the last record is ``KEEP_EVERY_S`` old."""
         now = time.perf_counter()
         if now - self.kept >= self.KEEP_EVERY_S:
             self.kept = now
