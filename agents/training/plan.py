@@ -224,7 +224,7 @@ def bot_phases(cfg: dict, bot: dict) -> list[Phase]:
     difficulty levels. ``cfg``: the last stage's config."""
     if not bot["report"]:
         return []
-    from ..policies.levels import HARD, HARD_DEFAULT
+    from ..policies.levels import hard_spec
     tables = [{**cfg["settings"], **t} for t in [{}, *(cfg.get("tables") or [])]]
     parallel = _parallel(bot["workers"])
     games, seconds = 0, 0.0
@@ -236,11 +236,11 @@ def bot_phases(cfg: dict, bot: dict) -> list[Phase]:
                     f"report:{cfg['game']}", match="report:")]
     if bot["levels"]:
         deals = 3 * 2 * bot["levels"] * len(tables)
-        hard = max(HARD_MOVE_S, move_cost(HARD.get(cfg["game"], HARD_DEFAULT).format(bot="bot")))
+        hard = [max(HARD_MOVE_S, move_cost(hard_spec(_game(cfg, t), "bot"))) for t in tables]    # a move, per table
         per_deal = sum(2 * game_cost(cfg["game"], t, "bot", "heuristic", "deal")
-                       + _moves(cfg["game"], json.dumps(t, sort_keys=True, default=str), "deal") / 2 * hard
-                       for t in tables) / (3 * len(tables))
-        timing = len(tables) * LEVEL_TIMING_MOVES * (2 * NETWORK_MOVE_S + hard)     # each level's time per move
+                       + _moves(cfg["game"], json.dumps(t, sort_keys=True, default=str), "deal") / 2 * h
+                       for t, h in zip(tables, hard)) / (3 * len(tables))
+        timing = sum(LEVEL_TIMING_MOVES * (2 * NETWORK_MOVE_S + h) for h in hard)     # each level's time per move
         phases.append(Phase("levels", "the bot's difficulty levels", "deals", deals,
                             per_deal / parallel + timing / deals, f"levels:{cfg['game']}", match="levels:"))
     return phases

@@ -17,7 +17,7 @@ from kahve.agents.policies.endgame import EndgamePolicy, solves_table
 from kahve.agents.policies.endgame.exact import PasurLastHand
 from kahve.agents.policies.endgame.pishti import PishtiLastHand
 from kahve.agents.policies.heuristics import heuristic_for
-from kahve.agents.policies.levels import hard_spec
+from kahve.agents.policies.levels import HARD_OTHER_TABLES, hard_spec
 from kahve.agents.policies.rollout import RolloutPolicy
 from tests.helpers import against_random
 
@@ -226,4 +226,4 @@ def test_hard_pishti_is_the_network_with_the_solved_last_hand():
     assert isinstance(hard, EndgamePolicy) and isinstance(hard.policy, Bot) and hard.name == f"{BOT}:hard"
     assert hard_spec(game, BOT).startswith("endgame:")
     four = envs.game_class("pishti")(players=4)
-    assert hard_spec(four, "x.onnx").startswith("rollout:")            # the solver wants 2 players
+    assert hard_spec(four, "x.onnx") == HARD_OTHER_TABLES["pishti"].format(bot="x.onnx")    # the solver wants 2 players
