@@ -41,8 +41,8 @@ HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:
         "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}", "ish": "{bot}"}
 #: ``hard`` at the tables a game's :data:`HARD` search does not fit (its endgame solver wants 2 Pişti players).
 #: Pişti with 4 players: 256 worlds, ``drop=0.5``. Head to head against the network alone (``medium``) on the same
-#: 1,000 deal seeds it made +0.35 points a deal where 64 worlds made +0.13 (docs/search.md), at a median 38 ms a
-#: move on one core (64 worlds without drop: 56 ms)
+#: 1,000 deal seeds it made +0.35 points a deal where 64 worlds made +0.13, and +0.29 on fresh seeds (docs/search.md),
+#: at a median 39-41 ms a move on one core (64 worlds without drop: 56 ms)
 HARD_OTHER_TABLES = {"pishti": "rollout:256,z=1,drop=0.5:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
