@@ -11,7 +11,8 @@ level      policy
            takes at most 250 ms on one core, or, in 2-player Pişti, ``endgame:K:BOT`` (:mod:`.endgame`:
            the network, and the deal's last hand solved exactly), where rollouts added nothing measurable
            over the network and the solved last hand does (docs/search.md has the measurements); in Ish
-           the network itself, which already plays the game's known optimum
+           the network itself, which already plays the game's known optimum; at more than two players
+           where the game's search differs there, per game in :data:`HARD_MORE_PLAYERS`
 =========  ===========================================================================================
 
 Specs (:mod:`.specs`): ``BOT:LEVEL`` for a bot file or a shipped bot's name (``pishti/ppo_2p:hard``), or
@@ -39,11 +40,17 @@ EASY_TEMPERATURE = 5.0
 #: rollout:64 took a median 314 ms a move
 HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:{bot}",
         "pis_yedili": "rollout:64,z=1,drop=0.5:{bot}", "ish": "{bot}"}
-#: ``hard`` at the tables a game's :data:`HARD` search does not fit (its endgame solver wants 2 Pişti players).
-#: Pişti with 4 players: 256 worlds, ``drop=0.5``. Head to head against the network alone (``medium``) on the same
-#: 1,000 deal seeds it made +0.35 points a deal where 64 worlds made +0.13, and +0.29 on fresh seeds (docs/search.md),
-#: at a median 39-41 ms a move on one core (64 worlds without drop: 56 ms)
-HARD_OTHER_TABLES = {"pishti": "rollout:256,z=1,drop=0.5:{bot}"}
+#: ``hard`` at tables of more than two players, where it differs from the game's :data:`HARD` entry.
+#: Pişti (its endgame solver wants 2 players): 256 worlds, ``drop=0.5``; head to head against the network alone
+#: (``medium``) on the same 1,000 deal seeds at 4 players it made +0.35 points a deal where 64 worlds made +0.13, and
+#: +0.29 on fresh seeds (docs/search.md), at a median 39-41 ms a move on one core (64 worlds without drop: 56 ms).
+#: Pis Yedili: 128 worlds and ``z=2``. With ``z=1`` a single lucky world lifts a move's advantage to one standard
+#: error by itself (a deal's points are heavy-tailed: a jack or a 7 going out doubles or triples them), and at 3 and 4
+#: players, where more hands are hidden, the moves it chose over the network's were worse on average when 1,024 fresh
+#: worlds judged them; ``z=2`` asks for more than one. Head to head against ``medium`` at 3 players: +3.33 points a
+#: deal (+1.85…+4.81) on 600 fresh deal seeds where ``rollout:64,z=1,drop=0.5`` made +0.62 (−1.23…+2.47); at 4 players +0.29
+#: (−1.04…+1.62), not shown (docs/search.md). A median 135 ms a move at 4 players on one core
+HARD_MORE_PLAYERS = {"pishti": "rollout:256,z=1,drop=0.5:{bot}", "pis_yedili": "rollout:128,z=2,drop=0.5:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
 
@@ -98,10 +105,13 @@ def first_shipped_bot(game_name: str) -> str | None:
 
 
 def hard_spec(game, bot: str) -> str:
-    """The search spec that ``BOT:hard`` is at ``game``'s table: :data:`HARD`'s, or where the game's entry does not
-    fit the table (the endgame solver wants 2 Pişti players) :data:`HARD_OTHER_TABLES`'s, else the default."""
+    """The search spec that ``BOT:hard`` is at ``game``'s table: at more than two players
+    :data:`HARD_MORE_PLAYERS`'s where the game has an entry there, else :data:`HARD`'s; the default where neither
+    has one, or where the entry's endgame solver does not fit the table."""
     from .endgame import solves_table
     spec = HARD.get(game.name, HARD_DEFAULT)
+    if game.num_players > 2:
+        spec = HARD_MORE_PLAYERS.get(game.name, spec)
     if spec.startswith("endgame:") and not solves_table(game):
-        spec = HARD_OTHER_TABLES.get(game.name, HARD_DEFAULT)
+        spec = HARD_DEFAULT
     return spec.format(bot=bot)

@@ -190,11 +190,11 @@ def test_search_budgets_and_nesting_have_documented_maxima(spec, ok):
 
 
 def test_the_shipped_hard_levels_nest_within_the_maximum():
-    from kahve.agents.policies.levels import HARD, HARD_DEFAULT, HARD_OTHER_TABLES
+    from kahve.agents.policies.levels import HARD, HARD_DEFAULT, HARD_MORE_PLAYERS
     for game, spec in [*HARD.items(), ("pishe_pasha", HARD_DEFAULT)]:
         g = envs.game_class(game)(**({"players": 2} if game in ("pishti", "pis_yedili") else {}))
         make_policy(spec.format(bot="heuristic"), g, 0)
-    for game, spec in HARD_OTHER_TABLES.items():
+    for game, spec in HARD_MORE_PLAYERS.items():
         make_policy(spec.format(bot="heuristic"), envs.game_class(game)(players=4), 0)
 
 

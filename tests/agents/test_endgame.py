@@ -17,7 +17,7 @@ from kahve.agents.policies.endgame import EndgamePolicy, solves_table
 from kahve.agents.policies.endgame.exact import PasurLastHand
 from kahve.agents.policies.endgame.pishti import PishtiLastHand
 from kahve.agents.policies.heuristics import heuristic_for
-from kahve.agents.policies.levels import HARD_OTHER_TABLES, hard_spec
+from kahve.agents.policies.levels import HARD, HARD_MORE_PLAYERS, hard_spec
 from kahve.agents.policies.rollout import RolloutPolicy
 from tests.helpers import against_random
 
@@ -226,4 +226,14 @@ def test_hard_pishti_is_the_network_with_the_solved_last_hand():
     assert isinstance(hard, EndgamePolicy) and isinstance(hard.policy, Bot) and hard.name == f"{BOT}:hard"
     assert hard_spec(game, BOT).startswith("endgame:")
     four = envs.game_class("pishti")(players=4)
-    assert hard_spec(four, "x.onnx") == HARD_OTHER_TABLES["pishti"].format(bot="x.onnx")    # the solver wants 2 players
+    assert hard_spec(four, "x.onnx") == HARD_MORE_PLAYERS["pishti"].format(bot="x.onnx")    # the solver wants 2 players
+
+
+def test_hard_pis_yedili_searches_harder_at_more_players():
+    two, three, four = (envs.game_class("pis_yedili")(players=n) for n in (2, 3, 4))
+    assert hard_spec(two, "x.onnx") == HARD["pis_yedili"].format(bot="x.onnx")
+    more = HARD_MORE_PLAYERS["pis_yedili"].format(bot="x.onnx")
+    assert hard_spec(three, "x.onnx") == hard_spec(four, "x.onnx") == more
+    assert hard_spec(three, "x.onnx") != hard_spec(two, "x.onnx")
+    # a game with no entry at more players keeps its own search there
+    assert hard_spec(envs.game_class("ish")(players=6), "x.onnx") == HARD["ish"].format(bot="x.onnx")
