@@ -50,7 +50,7 @@ HARD = {"pasur": "endgame:rollout:32,z=1,drop=0.5:{bot}", "pishti": "endgame:64:
 #: worlds judged them; ``z=2`` asks for more than one. Head to head against ``medium`` at 3 players: +3.33 points a
 #: deal (+1.85…+4.81) on 600 fresh deal seeds where ``rollout:64,z=1,drop=0.5`` made +0.62 (−1.23…+2.47); at 4
 #: players +2.38 (+1.49…+3.26) on 1,000 fresh deal seeds (a first run on 400 made +0.29; docs/search.md). A median
-#: 165 ms a move at 4 players on one core (the bot's report)
+#: 178 ms a move at 4 players on one core (the bot's report)
 HARD_MORE_PLAYERS = {"pishti": "rollout:256,z=1,drop=0.5:{bot}", "pis_yedili": "rollout:128,z=2,drop=0.5:{bot}"}
 HARD_DEFAULT = "rollout:64,z=1:{bot}"
 
