@@ -259,7 +259,11 @@ def test_the_guide_is_there_at_any_moment_in_player_words(server, browser):
     fresh_page(browser, server, "fast=1&game=pis_yedili")
     wait_state(browser, ("setup",))
     set_field(browser, "ten_rule", "reverse")
-    time.sleep(0.5)
+    # the guide sends the form's settings once the page's settings check has answered (before: none), which a
+    # busy machine may take longer than any fixed pause to do
+    deadline = time.monotonic() + HANG_S
+    while not browser.execute_script("return !!(S.check && S.check.valid)") and time.monotonic() < deadline:
+        time.sleep(0.05)
     browser.find_element(By.ID, "rules-btn").click()
     rules = browser.find_element(By.ID, "rules")
     assert rules.is_displayed()
