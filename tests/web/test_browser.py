@@ -59,6 +59,15 @@ def wait_state(driver, states, timeout=HANG_S):
     raise AssertionError(f"the page stayed in state {state!r} (waiting for {states})")
 
 
+def wait_for(driver, script, *args):
+    """Poll the page until ``script`` (JavaScript that returns a value, with ``args``) returns something truthy;
+    an AssertionError naming it at the hang guard."""
+    deadline = time.monotonic() + HANG_S
+    while not driver.execute_script(script, *args):
+        assert time.monotonic() < deadline, f"the page never answered true to: {script}"
+        time.sleep(0.05)
+
+
 def set_field(driver, name, value):
     driver.execute_script(
         """const e = document.getElementById('set-' + arguments[0]);
@@ -261,9 +270,7 @@ def test_the_guide_is_there_at_any_moment_in_player_words(server, browser):
     set_field(browser, "ten_rule", "reverse")
     # the guide sends the form's settings once the page's settings check has answered (before: none), which a
     # busy machine may take longer than any fixed pause to do
-    deadline = time.monotonic() + HANG_S
-    while not browser.execute_script("return !!(S.check && S.check.valid)") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(browser, "return !!(S.check && S.check.valid)")
     browser.find_element(By.ID, "rules-btn").click()
     rules = browser.find_element(By.ID, "rules")
     assert rules.is_displayed()
@@ -314,10 +321,8 @@ def test_a_running_match_is_never_lost_by_one_click(server, browser):
     # another game: the match stays, listed on the setup page, and comes back with one click
     browser.find_element(By.ID, "to-setup").click()
     wait_state(browser, ("setup",))
-    deadline = time.monotonic() + HANG_S
-    while not browser.find_elements(By.CSS_SELECTOR, f'#table-list li[data-table="{tid}"] button.resume'):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(browser, "return !!document.querySelector(arguments[0])",
+             f'#table-list li[data-table="{tid}"] button.resume')
     browser.find_element(By.CSS_SELECTOR, f'#table-list li[data-table="{tid}"] button.resume').click()
     assert wait_state(browser, ("ready",)) == "ready"
     assert browser.execute_script("return sessionStorage.getItem('kahve.table')") == tid
@@ -339,10 +344,7 @@ def test_the_page_says_when_the_bots_are_thinking(server, browser):
     fresh_page(browser, server, "fast=1&seed=3&game=pis_yedili")
     wait_state(browser, ("setup",))
     set_field(browser, "players", "3")
-    deadline = time.monotonic() + HANG_S
-    while browser.execute_script("return document.getElementById('seat-select').options.length") != 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(browser, "return document.getElementById('seat-select').options.length === 3")
     browser.execute_script("document.getElementById('opponent-select').value = 'ismcts:400'")
     # one click opens one table: the button is disabled at once, and says it is working
     started = browser.execute_script("const b = document.getElementById('start'); b.click();"
@@ -376,10 +378,7 @@ def test_pishti_for_two_has_no_partnerships_and_a_small_screen_keeps_the_scores_
     fresh_page(browser, server, "fast=1&game=pishti")
     wait_state(browser, ("setup",))
     set_field(browser, "players", "2")
-    deadline = time.monotonic() + HANG_S
-    while not browser.execute_script("return document.getElementById('set-partnerships').disabled"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(browser, "return document.getElementById('set-partnerships').disabled")
     assert not browser.find_element(By.ID, "set-partnerships").is_selected()
     browser.set_window_size(1024, 700)
     try:
