@@ -18,7 +18,8 @@ for the player to act only, and shared by the observation and the heuristic; the
 (``tests/envs/reference/pasur_appraisal.py``, the first implementation, kept as their definition;
 tests/envs/test_appraisal.py compares the two over a corpus of states), so every float is added in the
 reference's order: what is faster is how they are reached. The ranks I have seen are counted in one C-level sum
-(each card adds one to its rank's byte of an int) and the opponent's chances looked up by those counts; a pool's
+(each card adds one to its rank's byte of an int; the state keeps that sum for the round's public cards, so a
+decision adds only its hand) and the opponent's chances looked up by those counts; a pool's
 cards of a kind are picked by ``bytes.translate`` (one C call, not a loop); a card's options are weighed in one
 pass that keeps the most valuable row. The knapsack of the threat is memoized by the *classes* of the pool's
 numeric cards (value and worth, in card-id order: the order the reference adds them in), not by the cards: pools
@@ -33,7 +34,7 @@ from kahve.envs.core.cards import JACK, NUM_CARDS
 from kahve.envs.core.odds import expected_best, p_none
 
 from .tables import (CARD_POINTS, HANDS_PER_ROUND, IS_CLUB, MOVE_FEATURES, NOT_RANK, PHASE_SELECT,
-                     QUEENS_KINGS, RANK, RANK_OF, TAKE)
+                     QUEENS_KINGS, RANK, RANK_OF, RANK_UNIT, TAKE)
 
 HAND = 4
 COUNT_BONUS = 0.05          # a captured card thins the pool a little, whatever it is worth
@@ -61,7 +62,6 @@ assert UNCLIPPED_POOL >= 8
  F_LEFTOVER,     # the round's last play: the pool left, + when it comes to me, - when to the opponent
  ) = range(MOVE_FEATURES)
 
-_RANK_UNIT = [1 << (8 * r) for r in RANK_OF]        # a card id -> one in its rank's byte (knowledge)
 _RANKS = range(13)
 _QUEEN_KING = (JACK + 1, JACK + 2)
 # for bytes.translate's delete (a pool's cards of a kind in one C call, in pool order): J, Q and K (with
@@ -120,17 +120,17 @@ def knowledge(state, seat: int | None = None) -> dict:
     seat = state.current_player if seat is None else seat
     select = state.phase == PHASE_SELECT
     opp = 1 - seat
-    hand, pool, captured = state.hands[seat], state.pool, state.captured
-    # how many cards of each rank I have seen: every card adds one to its rank's byte of an int (a sum in C, no
-    # loop), whose bytes are then the counts (while no count can pass 255)
-    seen = len(hand) + len(pool) + len(captured[0]) + len(captured[1]) + select
-    unit = _RANK_UNIT.__getitem__
-    ranks = sum(map(unit, hand)) + sum(map(unit, pool)) + sum(map(unit, captured[0])) + sum(map(unit, captured[1]))
-    if select:
-        ranks += unit(state.sel_card)
+    hand = state.hands[seat]
+    # how many cards of each rank I have seen: the round's public cards (the state keeps their count) and my hand;
+    # each card adds one to its rank's byte of an int (a sum in C, no loop), whose bytes are then the counts
+    # (while no count can pass 255)
+    seen, ranks = state.public_ranks()
+    seen += len(hand)
+    ranks += sum(map(RANK_UNIT.__getitem__, hand))
     if seen < 256:
         ranks = ranks.to_bytes(13, "little")
     else:
+        pool, captured = state.pool, state.captured
         seen_cards = hand + pool + captured[0] + captured[1] + ([state.sel_card] if select else [])
         ranks = [bytes(seen_cards).translate(RANK_OF).count(r) for r in _RANKS]
     unseen = NUM_CARDS - seen
@@ -157,7 +157,8 @@ def knowledge(state, seat: int | None = None) -> dict:
     final_hand = state.hand_number == HANDS_PER_ROUND
     # a full-pool capture scores a sur or cancels one (PA-6, PA-7, PA-8: the engine's _sur_kind)
     my_sur = not state.sur_capped[seat] and not (final_hand and not s.sur_on_final_deal)
-    return {"seat": seat, "card_value": CARD_VALUE[0.0 if decided else CLUB_WEIGHT], "p_rank": p_rank,
+    card_value = CARD_VALUE[0.0 if decided else CLUB_WEIGHT]
+    return {"seat": seat, "card_value": card_value, "classes": _CLASSES[id(card_value)][1], "p_rank": p_rank,
             "opp_sur": opp_sur, "round_over": round_over, "final_hand": final_hand, "my_sur": my_sur}
 
 
@@ -169,7 +170,7 @@ def value(known: dict, cards) -> float:
 
 def threat(known: dict, pool: list) -> float:
     """Expected value of the opponent's best capture on ``pool`` next turn: for each rank they may hold, their
-    best capture with it (a sur included), the expected best of these."""
+    best capture with it (a sur included), the expected best of these. ``known`` is :func:`knowledge`'s."""
     if not pool:
         return 0.0
     p_rank = known["p_rank"]
@@ -177,23 +178,19 @@ def threat(known: dict, pool: list) -> float:
     opp_sur = known["opp_sur"]
     cards = bytes(pool)
     numeric = cards.translate(None, _NOT_NUMERIC)
-    if numeric:
+    if not numeric:
+        cands = []                                      # (worth, chance)
+    else:
         numeric = bytes(sorted(numeric))                # card-id order
         bonus = opp_sur if len(numeric) == len(pool) else 0.0
-        classes = _CLASSES.get(id(card_value))
-        if classes is not None and classes[0] is card_value:
-            key = (numeric.translate(classes[1]), bonus)
-            takes = _TAKES.get(key)
-            if takes is None:
-                if len(_TAKES) >= _TAKES_MAX:
-                    _TAKES.clear()
-                takes = _TAKES[key] = _takes(numeric, card_value, bonus)
-        else:
-            takes = _takes(numeric, card_value, bonus)
+        key = (numeric.translate(known["classes"]), bonus)
+        takes = _TAKES.get(key)
+        if takes is None:
+            if len(_TAKES) >= _TAKES_MAX:
+                _TAKES.clear()
+            takes = _TAKES[key] = _takes(numeric, card_value, bonus)
         # their card of rank r (value r + 1, the chance p_rank[r]) takes its best
         cands = [(b, p_rank[r]) for r, b in takes if p_rank[r]]
-    else:
-        cands = []
     sweep = cards.translate(None, QUEENS_KINGS)        # what a jack would take: numeric cards and jacks
     if sweep and p_rank[JACK]:
         cands.append((sum(map(card_value.__getitem__, sweep)), p_rank[JACK]))
@@ -243,6 +240,8 @@ def _capture_row(state, known: dict, card: int, option: tuple, jack: bool) -> li
 def _best_capture_row(state, known: dict, card: int, options, sur_value: float) -> list:
     """The row of ``card``'s most valuable capture among ``options`` (the first of equals), by :func:`net_value`."""
     jack = RANK[card] == JACK
+    if len(options) == 1:                               # (most captures: nothing to compare)
+        return _capture_row(state, known, card, options[0], jack)
     best_row, best = None, None
     for option in options:
         row = _capture_row(state, known, card, option, jack)

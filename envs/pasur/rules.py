@@ -97,7 +97,6 @@ from __future__ import annotations
 
 import random
 import struct
-from itertools import chain
 
 import numpy as np
 
@@ -111,7 +110,7 @@ from . import appraisal
 from .tables import (PLAY, TAKE, NUM_ACTIONS, PHASE_PLAY, PHASE_SELECT, PHASE_NAMES, HAND, HANDS_PER_ROUND,
                      STOCK_SIZE, MOVE_FEATURES, OBS_SIZE, PLAIN_OBS_SIZE, TWO_CLUBS, TEN_DIAMONDS, HAFT_KHAJ,
                      HAFT_KHAJ_POINTS, CARD_POINTS, IS_CLUB, NOT_RANK, QUEENS_KINGS, RANK_OF,
-                     RANK)  # noqa: F401 (names of the rules, also imported from here)
+                     RANK, RANK_UNIT)  # noqa: F401 (names of the rules, also imported from here)
 
 
 def _enumerate_subsets(values: tuple, target: int) -> tuple:
@@ -249,6 +248,9 @@ class PasurGame(Game):
     def __init__(self, **settings):
         self._explicit = set(settings)
         super().__init__(**settings)
+        if self.appraised:     # the appraised observation's divisor in float32 (PasurState._observation)
+            self.obs_divisor = np.ones(self.observation_size, dtype=np.float32)
+            self.obs_divisor[OBS_MOVES:] = appraisal.FEATURE_SCALE
 
     def house_settings(self) -> list[str]:
         """The settings in force, in words, for the player guide (envs/core/guide.py)."""
@@ -297,6 +299,8 @@ _PHASE_PLAY = np.eye(1, OBS_MOVES - OBS_PHASE, dtype=np.float32).tobytes()
 _PHASE_OVER = bytes(4 * (OBS_MOVES - OBS_PHASE))
 _NO_MOVES = bytes(4 * (OBS_SIZE - OBS_MOVES))   # the appraisal block of a seat not to move
 _ROW = 4 * MOVE_FEATURES                        # an action's row in the appraisal block, in bytes
+_AT_MOVES = 4 * OBS_MOVES                       # the appraisal block's first byte
+_PACK_ROW_INTO = struct.Struct(f"={MOVE_FEATURES}f").pack_into      # an appraisal row, into the bytes
 # runs of numbers written into a view by struct (float32, rounded as NumPy rounds; flags as 0 or 1)
 _PACK_HAND = struct.Struct(f"={HANDS_PER_ROUND + 3}f")   # OBS_HAND_NUMBER: hand number, final deal, stock, their hand
 _PACK_ROUND = struct.Struct("=5f")              # OBS_TOTALS: match totals, sur-cap flags, I am the dealer
@@ -431,6 +435,8 @@ class PasurState(State):
         hand.remove(card)
         views = self._views
         if views is not None:                      # out of my hand; the opponent sees it (trail, capture, SELECT)
+            self._public_count += 1
+            self._public_units += RANK_UNIT[card]
             views[p][card] = 0.0
             theirs = views[1 - p]
             theirs[OBS_UNSEEN + card] = 0.0
@@ -640,9 +646,20 @@ class PasurState(State):
         self._write_scores(views, 0)
         self._write_scores(views, 1)
         self._write_hand(views)
+        public = self.pool + self.captured[0] + self.captured[1] + ([self.sel_card] if self.sel_card >= 0 else [])
+        self._public_count, self._public_units = len(public), sum(map(RANK_UNIT.__getitem__, public))
         self._views = views
         self._views_version = self._version
         return views
+
+    def public_ranks(self) -> tuple[int, int]:
+        """(how many, their ``RANK_UNIT`` sum) of the cards everyone has seen this round: the pool, both captured
+        piles and the card being played. Kept by the moves along with the views (only a play makes a card
+        public: a capture moves cards between public places), counted from the cards otherwise."""
+        if self._views is not None and self._views_version == self._version:
+            return self._public_count, self._public_units
+        public = self.pool + self.captured[0] + self.captured[1] + ([self.sel_card] if self.sel_card >= 0 else [])
+        return len(public), sum(map(RANK_UNIT.__getitem__, public))
 
     def _write_scores(self, views: list, seat: int) -> None:
         """``seat``'s clubs, surs and round points into both seats' views (its own "mine", the other's "theirs")."""
@@ -688,30 +705,23 @@ class PasurState(State):
             phase = _PHASE_PLAY if self.current_player is not None else _PHASE_OVER
         if not self.game.appraised:
             return np.frombuffer(bytearray().join((views[seat], phase)), np.float32)
-        moves = _NO_MOVES
+        out = bytearray().join((views[seat], phase, _NO_MOVES))
+        obs = np.frombuffer(out, np.float32)
         if self.current_player == seat:             # what each of my legal actions takes and leaves
             rows = self.appraisal()
             if rows:
-                moves = self._action_rows(rows)
-        return np.frombuffer(bytearray().join((views[seat], phase, moves)), np.float32)
-
-    def _action_rows(self, rows: dict) -> bytes:
-        """The appraisal block with ``rows`` written, as State._write_action_rows writes it (each number rounded to
-        float32, divided by the scale in float32, clipped to the observation's bounds): one NumPy division for
-        every row, each row's bytes then copied to its place."""
-        g = self.game
-        values = np.fromiter(chain.from_iterable(rows.values()), np.float32, len(rows) * MOVE_FEATURES)
-        values /= appraisal.FEATURE_SCALE
-        if len(self.pool) > appraisal.UNCLIPPED_POOL:   # (below, no number can reach the bounds)
-            np.minimum(values, g.obs_high, out=values)
-            np.maximum(values, g.obs_low, out=values)
-        values = memoryview(values.tobytes())
-        block = bytearray(_NO_MOVES)
-        at = 0
-        for action in rows:
-            block[_ROW * action:_ROW * action + _ROW] = values[at:at + _ROW]
-            at += _ROW
-        return block
+                # as State._write_action_rows writes them: each number rounded to float32 (struct rounds as NumPy
+                # does), then divided by the scale in float32 (one NumPy division: x / 1 is x in the view) and
+                # clipped to the bounds, which below UNCLIPPED_POOL no number can reach
+                pack_row = _PACK_ROW_INTO
+                for action, row in rows.items():
+                    pack_row(out, _AT_MOVES + _ROW * action, *row)
+                obs /= self.game.obs_divisor
+                if len(self.pool) > appraisal.UNCLIPPED_POOL:
+                    moves = obs[OBS_MOVES:]
+                    np.minimum(moves, self.game.obs_high, out=moves)
+                    np.maximum(moves, self.game.obs_low, out=moves)
+        return obs
 
     def _appraise(self) -> dict:
         return appraisal.appraise(self)

@@ -32,6 +32,9 @@ CARD_POINTS[TEN_DIAMONDS] = 3
 CARD_POINTS[TWO_CLUBS] = 2
 IS_CLUB = [1 if c < 13 else 0 for c in range(NUM_CARDS)]
 RANK = [c % 13 for c in range(NUM_CARDS)]
+#: a card id -> one in its rank's byte of an int: a sum of these over some cards holds, byte by byte, how many of
+#: each rank they have (counted in C, no loop over the ranks)
+RANK_UNIT = [1 << (8 * r) for r in RANK]
 
 # for bytes.translate (a list of cards turned or filtered in one C call, not a Python loop): card ids -> ranks; and
 # for its delete, the queens and kings, and every card of a rank other than r (NOT_RANK[r])
