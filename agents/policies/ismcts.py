@@ -42,6 +42,7 @@ class _Node:
 class ISMCTS:
     DEFAULT_ITERATIONS = 200
     reads_observation = False
+    reads_mask = False          # with the state: state.legal_actions()
 
     DEFAULT_BIAS = 1.0
 

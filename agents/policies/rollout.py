@@ -44,6 +44,7 @@ DROP_BATCH = 8
 class RolloutPolicy:
     DEFAULT_ROLLOUTS = 16
     reads_observation = False
+    reads_mask = False          # with the state: state.legal_actions()
 
     def __init__(self, game, rollouts: int = DEFAULT_ROLLOUTS, seed: int | None = None, policy=None,
                  margin: float = 0.0, name: str | None = None, drop: float | None = None):

@@ -218,25 +218,34 @@ def test_random_policy_draws_the_same_from_the_state_as_from_the_mask():
         st.apply(a)
 
 
-def test_decide_builds_an_observation_only_for_policies_that_read_it():
+def test_decide_builds_an_observation_and_a_mask_only_for_policies_that_read_them():
     from kahve.agents.policies.base import decide
     seen = []
 
     class Reader:
         def act(self, observation, action_mask, state=None):
-            seen.append(observation)
-            return int(np.flatnonzero(action_mask)[0])
+            seen.append((observation, action_mask))
+            return state.legal_actions()[0]
+
+    class MaskAndState(Reader):
+        reads_observation = False
 
     class StateOnly(Reader):
         reads_observation = False
+        reads_mask = False
 
     g = envs.game_class("pishti")(players=2)
     st = g.new_state(0)
-    decide(Reader(), st)
-    decide(StateOnly(), st)
-    assert np.array_equal(seen[0], st.observation(st.current_player)) and seen[1] is None
-    for spec in ("random", "heuristic", "ismcts:2", "rollout:1"):   # none of the baselines reads it
-        assert make_policy(spec, g).reads_observation is False
+    for policy in (Reader(), MaskAndState(), StateOnly()):
+        assert decide(policy, st) == st.legal_actions()[0]
+    (obs, mask), (no_obs, mask_2), (no_obs_2, no_mask) = seen
+    assert np.array_equal(obs, st.observation(st.current_player)) and no_obs is None and no_obs_2 is None
+    assert np.array_equal(mask, st.legal_mask()) and np.array_equal(mask_2, st.legal_mask()) and no_mask is None
+    for spec in ("random", "heuristic", "ismcts:2", "rollout:1"):   # none of the baselines reads either
+        policy = make_policy(spec, g)
+        assert policy.reads_observation is False and policy.reads_mask is False
+    wrapped = make_policy("endgame:heuristic", g)                   # a wrapper reads what its policy reads
+    assert wrapped.reads_observation is False and wrapped.reads_mask is False
 
 
 def test_rollout_policy_improves_on_random_and_plays_legally():

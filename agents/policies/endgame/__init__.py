@@ -50,6 +50,7 @@ class EndgamePolicy:
         self.rng = random.Random(seed)
         self.solver = SOLVERS[game.name](game)
         self.reads_observation = getattr(policy, "reads_observation", True)
+        self.reads_mask = getattr(policy, "reads_mask", True)    # (it hands the mask on to its policy)
         self.name = name or f"endgame:{worlds}:{getattr(policy, 'name', type(policy).__name__)}"
 
     def reset(self) -> None:

@@ -13,6 +13,7 @@ class ScoredHeuristic:
 
     name = "heuristic"
     reads_observation = False
+    reads_mask = False          # with the state: state.legal_actions()
 
     def __init__(self, game, seed: int | None = None):
         self.game = game

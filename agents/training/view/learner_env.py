@@ -110,12 +110,6 @@ class LearnerEnv(gym.Env):
             return st.current_player
         return g.sides.index(self.learner_side)
 
-    def _done(self) -> tuple[bool, bool]:
-        st = self.state
-        if st.out[self._my_seat]:
-            return True, False
-        return st.terminal, st.truncated
-
     # ----- gymnasium API ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
         return self._drive(self.reset_steps(seed, options))
@@ -144,15 +138,20 @@ class LearnerEnv(gym.Env):
             self.game = g = self.games[table]
             self.learner_side = turn % g.num_sides
             self._episodes += 1
-            self._entries, self._opponents = [], []
-            built = self._policies[table]
+            self._entries, self._opponents, self._batched = entries, opponents, batched = [], [], []
+            built, pool, rng = self._policies[table], self.pool, self._rng
             for side in range(g.num_sides):     # per side: draw an entry, then build its policy (in this order)
-                k = None if side == self.learner_side else self.pool.draw_index(self._rng)
-                self._entries.append(k)
-                self._opponents.append(None if k is None else self.pool.policy(k, self._rng, g, built))
-            self._batched = [p is not None and batch_group(p) is not None for p in self._opponents]
-            for p in self._opponents:
-                if p is not None and hasattr(p, "reset"):
+                if side == self.learner_side:
+                    entries.append(None)
+                    opponents.append(None)
+                    batched.append(False)
+                    continue
+                k = pool.draw_index(rng)
+                p = pool.policy(k, rng, g, built)
+                entries.append(k)
+                opponents.append(p)
+                batched.append(batch_group(p) is not None)
+                if hasattr(p, "reset"):
                     p.reset()
             self.state = g.new_state(self._rng, deck)      # seeds the deal from this env's stream
             yield from self._advance()
@@ -160,7 +159,7 @@ class LearnerEnv(gym.Env):
             # Pishe Pasha deal without a GIVE or PENDING for it) teaches nothing and cannot be stepped: next one
             if self.state.current_player is not None or deck is not None:
                 break
-        obs = self._observe()
+        obs = self.state.observation(self._my_seat)
         self._mask = self._legal_mask()
         return obs, {}
 
@@ -173,8 +172,9 @@ class LearnerEnv(gym.Env):
         reward = st.rewards[seat]
         if not st.is_terminal and not st.out[seat]:
             reward += yield from self._advance()
-        terminated, truncated = self._done()
-        obs = self._observe()
+        mine = self._my_seat
+        terminated, truncated = (True, False) if st.out[mine] else (st.terminal, st.truncated)
+        obs = st.observation(mine)
         self._mask = self._legal_mask()
         info = {}
         if terminated or truncated:
@@ -183,9 +183,6 @@ class LearnerEnv(gym.Env):
             info["won"] = bool(st.winners) and self.learner_side in {self.game.sides[w] for w in st.winners}
             info["opponent_entries"] = sorted({k for k in self._entries if k is not None})   # for the league
         return obs, float(reward), terminated, truncated, info
-
-    def _observe(self) -> np.ndarray:
-        return self.state.observation(self._my_seat)
 
     def action_masks(self) -> np.ndarray:
         """The mask of the observation last returned (computed once per step: SB3 asks again)."""
