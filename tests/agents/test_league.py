@@ -52,6 +52,19 @@ def test_episode_infos_name_the_pool_entries_drawn():
     assert seen == {0, 1}
 
 
+def test_the_pools_draws_are_random_choices_draws():
+    """A pool draws an entry as ``random.choices`` with its cumulative weights would (so a seed deals the same
+    opponents as before the faster draw), and in proportion to the weights."""
+    import random
+    for weights in ([1.0], [1, 3], [0.5, 2.5, 1, 7], [1e-3, 1, 2]):
+        pool = OpponentPool([("random", w) for w in weights])
+        ours, theirs = random.Random(5), random.Random(5)
+        drawn = [pool.draw_index(ours) for _ in range(4000)]
+        assert drawn == [theirs.choices(range(len(weights)), weights=weights)[0] for _ in range(4000)]
+        shares = np.bincount(drawn, minlength=len(weights)) / len(drawn)
+        assert np.allclose(shares, np.array(weights) / sum(weights), atol=0.03)
+
+
 def test_snapshot_ids_stay_when_old_snapshots_leave_and_survive_a_save(tmp_path):
     mlp = MLP([np.zeros((3, 2))], [np.zeros(3)], "tanh")
     pool = OpponentPool([("heuristic", 1.0)])
