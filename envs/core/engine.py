@@ -29,6 +29,10 @@ from .rng import copy_rng, seeded, shuffle
 from .settings import APPRAISED, PLAIN, Settings, SettingsSpec, short
 
 
+#: what a copy of a state (``clone``, ``_copy_core``) starts without: the cached appraisal and the kept views
+_NOT_CLONED = ("_appraisal", "_views")
+
+
 def _copy_value(v):
     t = type(v)
     if t is list:
@@ -270,6 +274,11 @@ class State:
     #: A clone starts without it (a copy may be changed by hand, and a re-dealt world, ``determinize``, has other
     #: hands)
     _appraisal: tuple[int, dict] | None = None
+    #: each seat's observation as far as the moves keep it up to date (a game may keep one, as Pâsur does, built
+    #: when first read), and the state version it is for (:meth:`_follow_views`). A clone and a pickle start
+    #: without it
+    _views: list | None = None
+    _views_version = -1
 
     #: what one core deal is called at this table ("round" in Pâsur and Ish), for the texts of the move log
     deal_word = "deal"
@@ -628,7 +637,8 @@ class State:
         ``streams`` the random streams); the game then copies its own mutable fields. ``deal_report`` is
         shared: it is replaced when a deal ends, never changed once stored."""
         d = self.__dict__.copy()
-        d.pop("_appraisal", None)                   # a copy is appraised anew (it may be changed by hand)
+        for name in _NOT_CLONED:                    # a copy is appraised and observed anew (it may be changed by
+            d.pop(name, None)                       # hand; a search's copies are not observed)
         for name in ("rewards", "returns", "scores", "out"):
             d[name] = d[name][:]
         if self.winners is not None:
@@ -647,6 +657,24 @@ class State:
             streams["_chance_rng"] = copy_rng(self._chance_rng)
         return streams
 
+    def _follow_views(self) -> list | None:
+        """The kept views (:attr:`_views`), if they are current, now for the move under way: a game's ``_apply``
+        calls this first. The first move of an :meth:`apply` (which has just bumped the version) carries them on
+        when they were current before it; when they were not (the state was changed by hand since, and its
+        version bumped, as for the appraisal), they are dropped, to be built again when read."""
+        views = self._views
+        if views is not None and self._views_version != self._version:
+            if self._views_version == self._version - 1:
+                self._views_version = self._version
+            else:
+                self._views = views = None
+        return views
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()                # pickled without the views (memoryviews): built if read
+        state.pop("_views", None)
+        return state
+
     def clone(self) -> "State":
         """An independent copy, fast enough for search (thousands per move).
 
@@ -656,7 +684,7 @@ class State:
         that clones a logged state should turn the copy's log off (``move_log = None``) so that it costs nothing.
         """
         new = object.__new__(type(self))
-        new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items() if k != "_appraisal"}
+        new.__dict__ = {k: _copy_value(v) for k, v in self.__dict__.items() if k not in _NOT_CLONED}
         return new
 
     # ----- deals, match end, rewards (C-6, C-7) ------------------------------------------------------

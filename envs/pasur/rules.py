@@ -312,10 +312,8 @@ assert (OBS_FINAL == OBS_HAND_NUMBER + HANDS_PER_ROUND and OBS_STOCK == OBS_FINA
 class PasurState(State):
 
     deal_word = "round"
-    #: each seat's observation up to its phase block, kept up to date by the moves; ``None`` until first read in
-    #: a round (see _build_views)
-    _views: list | None = None
-    _views_version = -1                         # the state version the views are for
+    # _views (State): each seat's observation up to its phase block, kept up to date by the moves; ``None`` until
+    # first read in a round (see _build_views)
 
     # ----- the round deal (§2a, PA-5) ---------------------------------------------------------------
     def _start_deal(self, deck: list[int] | None) -> None:
@@ -417,13 +415,7 @@ class PasurState(State):
         return action in self.sel_legal
 
     def _apply(self, action: int) -> None:
-        if self._views is not None and self._views_version != self._version:
-            # the first move of an apply (which has just bumped the version): the views follow it if they were
-            # current before it, else the state was changed by hand since they were made
-            if self._views_version == self._version - 1:
-                self._views_version = self._version
-            else:
-                self._views = None
+        self._follow_views()
         if action < TAKE:
             self._play(action)
         else:
@@ -862,14 +854,8 @@ class PasurState(State):
             d[k] = list(d[k])
         d["hands"] = [list(h) for h in self.hands]
         d["captured"] = [list(c) for c in self.captured]
-        d.pop("_views", None)                       # a search's copies are not observed: built if read
         st.__dict__ = d
         return st
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()                # pickled without the views (memoryviews): built if read
-        state.pop("_views", None)
-        return state
 
     def _turn_dict(self, t: tuple) -> dict:
         p, card, taken, sur = t

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import importlib
+import pickle
 import random
 
 import numpy as np
@@ -151,6 +152,55 @@ def test_the_appraisal_is_computed_once_per_decision_for_the_player_to_act_only(
     for seat in range(plain.num_players):
         state.observation(seat)
     assert calls == []
+
+
+#: the games whose states keep each seat's observation up to date move by move (State._views)
+KEPT_VIEWS = ["pasur"]
+
+
+@pytest.mark.parametrize("name,settings", [(g, {**s, "episode": "deal"}) for g in KEPT_VIEWS for s in GRIDS[g]]
+                         + [("pasur", {}), ("pasur", {"sur_cap": True, "sur_cap_threshold": 20, "target_score": 60})])
+def test_kept_views_are_what_a_fresh_state_shows(name, settings):
+    """The views a state keeps move by move give every seat the observation a copy builds from scratch: read
+    now and then by any seat (never by some for many moves), after a pickle, and after a change by hand that
+    bumps the state version; a copy never moves the original's views."""
+    for kind in ("appraised", "plain"):
+        game = envs.game_class(name)(**settings, observation=kind)
+        for seed in range(3):
+            rng = random.Random(seed)
+            state = game.new_state(seed)
+            reads = 0
+            while state.current_player is not None:
+                if rng.random() < 0.3:
+                    seat = rng.randrange(game.num_players)
+                    assert state.observation(seat).tobytes() == state.clone().observation(seat).tobytes()
+                    reads += 1
+                if rng.random() < 0.05:                    # a pickled state observes as it did
+                    seat = rng.randrange(game.num_players)
+                    again = pickle.loads(pickle.dumps(state))
+                    assert again.observation(seat).tobytes() == state.observation(seat).tobytes()
+                if rng.random() < 0.05:                    # a copy played on leaves the original's views alone
+                    seat = rng.randrange(game.num_players)
+                    before = state.observation(seat).tobytes()
+                    twin = state.clone()
+                    twin.observation(seat)
+                    twin.apply(rng.choice(twin.legal_actions()))
+                    assert state.observation(seat).tobytes() == before
+                state.apply(rng.choice(state.legal_actions()))
+            assert reads > 0
+        # a change by hand, the version bumped: the views are built anew, read at once or after a move
+        for read_first in (True, False):
+            state = game.new_state(7)
+            seat = state.current_player
+            state.observation(seat)
+            hand = state.hands[seat]
+            hand[0], state.stock[0] = state.stock[0], hand[0]  # a card of the stock swapped into the hand
+            hand.sort()
+            state._version += 1
+            if read_first:
+                assert state.observation(seat).tobytes() == state.clone().observation(seat).tobytes()
+            state.apply(hand[-1])
+            assert state.observation(seat).tobytes() == state.clone().observation(seat).tobytes()
 
 
 @pytest.mark.parametrize("name", envs.GAMES)
