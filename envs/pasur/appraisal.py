@@ -178,9 +178,7 @@ def threat(known: dict, pool: list) -> float:
     opp_sur = known["opp_sur"]
     cards = bytes(pool)
     numeric = cards.translate(None, _NOT_NUMERIC)
-    if not numeric:
-        cands = []                                      # (worth, chance)
-    else:
+    if numeric:
         numeric = bytes(sorted(numeric))                # card-id order
         bonus = opp_sur if len(numeric) == len(pool) else 0.0
         key = (numeric.translate(known["classes"]), bonus)
@@ -191,6 +189,8 @@ def threat(known: dict, pool: list) -> float:
             takes = _TAKES[key] = _takes(numeric, card_value, bonus)
         # their card of rank r (value r + 1, the chance p_rank[r]) takes its best
         cands = [(b, p_rank[r]) for r, b in takes if p_rank[r]]
+    else:
+        cands = []
     sweep = cards.translate(None, QUEENS_KINGS)        # what a jack would take: numeric cards and jacks
     if sweep and p_rank[JACK]:
         cands.append((sum(map(card_value.__getitem__, sweep)), p_rank[JACK]))

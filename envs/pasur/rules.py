@@ -638,18 +638,21 @@ class PasurState(State):
         self._write_scores(views, 0)
         self._write_scores(views, 1)
         self._write_hand(views)
-        public = self.pool + self.captured[0] + self.captured[1] + ([self.sel_card] if self.sel_card >= 0 else [])
-        self._public_count, self._public_units = len(public), sum(map(RANK_UNIT.__getitem__, public))
+        self._public_count, self._public_units = self._count_public()
         self._views = views
         self._views_version = self._version
         return views
 
     def public_ranks(self) -> tuple[int, int]:
-        """(how many, their ``RANK_UNIT`` sum) of the cards everyone has seen this round: the pool, both captured
-        piles and the card being played. Kept by the moves along with the views (only a play makes a card
-        public: a capture moves cards between public places), counted from the cards otherwise."""
+        """(how many, their ``RANK_UNIT`` sum) of the cards face up on the table this round: the pool, both
+        captured piles and the card being played (what the appraisal's knowledge counts besides a hand). Kept by
+        the moves along with the views (only a play puts a card face up: a capture moves cards between face-up
+        places), counted from the cards otherwise."""
         if self._views is not None and self._views_version == self._version:
             return self._public_count, self._public_units
+        return self._count_public()
+
+    def _count_public(self) -> tuple[int, int]:
         public = self.pool + self.captured[0] + self.captured[1] + ([self.sel_card] if self.sel_card >= 0 else [])
         return len(public), sum(map(RANK_UNIT.__getitem__, public))
 
