@@ -82,7 +82,7 @@ _CLASSES = {id(table): (table, _card_classes(table, _CLASS_IDS)) for table in CA
 assert len(_CLASS_IDS) < 256
 #: (the numeric pool cards' classes in card-id order, the sur bonus) -> [(r, the best capture of a card of rank r)
 #: for the ranks r that capture anything]: the knapsack depends on these alone, and pools of the same classes
-#: recur far more often than pools of the same cards (bounded: cleared when full, ~10 MB at most)
+#: recur far more often than pools of the same cards (bounded: cleared when full, about 20 MB at most)
 _TAKES: dict = {}
 _TAKES_MAX = 30_000
 
