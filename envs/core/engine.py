@@ -274,10 +274,12 @@ class State:
     #: A clone starts without it (a copy may be changed by hand, and a re-dealt world, ``determinize``, has other
     #: hands)
     _appraisal: tuple[int, dict] | None = None
-    #: each seat's observation as far as the moves keep it up to date (a game may keep one, as Pâsur does, built
-    #: when first read), and the state version it is for (:meth:`_follow_views`). A clone and a pickle start
-    #: without it
-    _views: list | None = None
+    #: what a game keeps of its seats' observations, up to date move by move (Pâsur: each seat's view; Ish: one
+    #: view that every seat's observation is gathered from), built when first read, and the state version it is for:
+    #: :meth:`apply` carries the version on when they were current before the move, so views made stale by a change
+    #: by hand (which bumps the version) stay stale and are built again when read. A clone and a pickle start
+    #: without them
+    _views: list | np.ndarray | None = None
     _views_version = -1
 
     #: what one core deal is called at this table ("round" in Pâsur and Ish), for the texts of the move log
@@ -594,7 +596,10 @@ class State:
         if self._paid:                       # rewards of the previous step are cleared only when there were any
             self.rewards = [0.0] * self.num_players
             self._paid = False
-        self._version += 1
+        version = self._version
+        if self._views_version == version:   # kept views current before the move follow it (the moves update them)
+            self._views_version = version + 1
+        self._version = version + 1
         if self.move_log is not None:
             self._log_move(self.current_player, action, False)
             self._apply(action)
@@ -656,19 +661,6 @@ class State:
         if self._chance_rng is not None:
             streams["_chance_rng"] = copy_rng(self._chance_rng)
         return streams
-
-    def _follow_views(self) -> list | None:
-        """The kept views (:attr:`_views`), if they are current, now for the move under way: a game's ``_apply``
-        calls this first. The first move of an :meth:`apply` (which has just bumped the version) carries them on
-        when they were current before it; when they were not (the state was changed by hand since, and its
-        version bumped, as for the appraisal), they are dropped, to be built again when read."""
-        views = self._views
-        if views is not None and self._views_version != self._version:
-            if self._views_version == self._version - 1:
-                self._views_version = self._version
-            else:
-                self._views = views = None
-        return views
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()                # pickled without the views (memoryviews): built if read

@@ -203,7 +203,7 @@ SETTINGS = SettingsSpec("ish", [
 ])
 
 
-# The observation is gathered from the state's *view* (IshState._view): the same blocks as the observation, but
+# The observation is gathered from the state's *view* (State._views): the same blocks as the observation, but
 # with seat p's blocks at p's own place (absolute, not relative to the reader), every seat's eligibility bit after
 # them, and the padding left zero. One view serves every reader; it is kept up to date move by move, so an
 # observation is a single gather (``np.take``) instead of a loop over the seats.
@@ -354,9 +354,8 @@ class IshState(State):
     deal_word = "round"
     card_str = staticmethod(card_str)
     parse_card = staticmethod(parse_card)
-    #: what the observations are gathered from (see ``_view_index``): made when first read, then kept up to date
-    #: by the moves; None until then (a new round, a resolved one, a clone). A state changed by hand must drop it.
-    _view: np.ndarray | None = None
+    # _views (State): the one view every seat's observation is gathered from (see ``_view_index``), made when first
+    # read, then kept up to date by the moves; None until then (a new round, a resolved one, a copy)
 
     def __init__(self, game, rng, deck, move_log=False):
         s = game.settings
@@ -382,7 +381,7 @@ class IshState(State):
         self.phase = BET
         self.turn = 0                                  # index into order (BET, CALL) or pick number (SELECT)
         self.current_player = self.order[0]
-        self._view = None
+        self._views = None
         if self.move_log is not None:
             s = self.settings
             self._log_event(f"round {self.deals_completed + 1}: player {self.dealer} deals; every player still in "
@@ -442,7 +441,7 @@ class IshState(State):
         p = self.current_player
         stake = self.stakes[p] = self.game.stakes[level]
         self.has_bet[p] = True
-        view = self._view
+        view = self._views
         if view is not None:
             o = OBS_SEATS + SEAT_WIDTH * p
             view[o + 2] = stake / self.settings.max_bet
@@ -491,7 +490,7 @@ class IshState(State):
             eligible[p] = results[p] == top            # the Crown (13) beats every result; it is unique
         self.phase, self.turn = CALL, 0
         self.current_player = order[0]
-        view = self._view
+        view = self._views
         if view is not None:
             view[SELECT], view[CALL] = 0.0, 1.0
             for p in order:
@@ -586,7 +585,7 @@ class IshState(State):
         }
         self.phase = OVER
         self.current_player = None
-        self._view = None                              # bankrolls, players in, rounds: made anew when read
+        self._views = None                             # bankrolls, players in, rounds: made anew when read
         self._end_deal(deltas, breakdown)
         if not self.is_terminal:
             self.dealer = next(p for p in g.turn_orders[self.dealer] if not out[p])   # C-2
@@ -624,9 +623,10 @@ class IshState(State):
 
     # ----- views ------------------------------------------------------------------------------------
     def _observation(self, seat: int) -> np.ndarray:
-        view = self._view
-        if view is None:
-            view = self._view = self._make_view()
+        view = self._views
+        if view is None or self._views_version != self._version:
+            view = self._views = self._make_view()
+            self._views_version = self._version
         return view.take(self.game.view_index[seat])
 
     def _make_view(self) -> np.ndarray:
@@ -757,7 +757,6 @@ class IshState(State):
                     "calls", "order"):
             d[key] = list(d[key])
         d["picks"] = [list(p) for p in self.picks]
-        d["_view"] = None                              # made anew when the copy is first observed
         if self.last_round is not None:
             d["last_round"] = _copy_plain(self.last_round)
         st.__dict__ = d

@@ -415,7 +415,6 @@ class PasurState(State):
         return action in self.sel_legal
 
     def _apply(self, action: int) -> None:
-        self._follow_views()
         if action < TAKE:
             self._play(action)
         else:

@@ -154,22 +154,35 @@ def test_the_appraisal_is_computed_once_per_decision_for_the_player_to_act_only(
     assert calls == []
 
 
-#: the games whose states keep each seat's observation up to date move by move (State._views)
-KEPT_VIEWS = ["pasur"]
+def _swap_a_stock_card_into_the_hand(state, seat):
+    hand = state.hands[seat]
+    hand[0], state.stock[0] = state.stock[0], hand[0]
+    hand.sort()
+
+
+def _lower_a_bankroll(state, seat):
+    state.bankroll[seat] -= 1
+
+
+#: the games whose states keep their seats' observations up to date move by move (State._views), and a change by
+#: hand to a state that the seat to move sees
+KEPT_VIEWS = {"pasur": _swap_a_stock_card_into_the_hand, "ish": _lower_a_bankroll}
 
 
 @pytest.mark.parametrize("name,settings", [(g, {**s, "episode": "deal"}) for g in KEPT_VIEWS for s in GRIDS[g]]
-                         + [("pasur", {}), ("pasur", {"sur_cap": True, "sur_cap_threshold": 20, "target_score": 60})])
+                         + [("pasur", {}), ("pasur", {"sur_cap": True, "sur_cap_threshold": 20, "target_score": 60}),
+                            ("ish", {"players": 4, "max_rounds": 40}), ("ish", {"players": 3, "bankroll": 10})])
 def test_kept_views_are_what_a_fresh_state_shows(name, settings):
     """The views a state keeps move by move give every seat the observation a copy builds from scratch: read
     now and then by any seat (never by some for many moves), after a pickle, and after a change by hand that
     bumps the state version; a copy never moves the original's views."""
-    for kind in ("appraised", "plain"):
-        game = envs.game_class(name)(**settings, observation=kind)
+    gc = envs.game_class(name)
+    for kind in gc.settings_spec.by_name["observation"].options:
+        game = gc(**settings, observation=kind)
+        reads = 0
         for seed in range(3):
             rng = random.Random(seed)
             state = game.new_state(seed)
-            reads = 0
             while state.current_player is not None:
                 if rng.random() < 0.3:
                     seat = rng.randrange(game.num_players)
@@ -187,19 +200,18 @@ def test_kept_views_are_what_a_fresh_state_shows(name, settings):
                     twin.apply(rng.choice(twin.legal_actions()))
                     assert state.observation(seat).tobytes() == before
                 state.apply(rng.choice(state.legal_actions()))
-            assert reads > 0
+        assert reads > 0
         # a change by hand, the version bumped: the views are built anew, read at once or after a move
         for read_first in (True, False):
             state = game.new_state(7)
             seat = state.current_player
-            state.observation(seat)
-            hand = state.hands[seat]
-            hand[0], state.stock[0] = state.stock[0], hand[0]  # a card of the stock swapped into the hand
-            hand.sort()
+            before = state.observation(seat).tobytes()
+            KEPT_VIEWS[name](state, seat)
             state._version += 1
             if read_first:
-                assert state.observation(seat).tobytes() == state.clone().observation(seat).tobytes()
-            state.apply(hand[-1])
+                now = state.observation(seat).tobytes()
+                assert now != before and now == state.clone().observation(seat).tobytes()
+            state.apply(state.legal_actions()[-1])
             assert state.observation(seat).tobytes() == state.clone().observation(seat).tobytes()
 
 
